@@ -1,0 +1,82 @@
+# Shared shell helpers for shardid's scripts: dependencies, throwaway clusters.
+# Source it: . scripts/lib.sh
+
+PG_MAJOR=${PG_MAJOR:-15}
+PG_BIN=${PG_BIN:-/usr/lib/postgresql/$PG_MAJOR/bin}
+PG_CONFIG=${PG_CONFIG:-$PG_BIN/pg_config}
+export PG_CONFIG
+
+log() { printf '== %s\n' "$*" >&2; }
+
+# Runs a command as root (for apt-get and make install): directly when we
+# are root, else through sudo.
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+# PostgreSQL refuses to run as root: as root, run servers as the postgres
+# OS user; as anyone else, as ourselves.
+as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+# A fresh temporary directory the server's user can write to.
+pg_tmpdir() {
+    local d
+    d=$(mktemp -d "${TMPDIR:-/tmp}/shardid.XXXXXX")
+    chmod 755 "$d"
+    [ "$(id -u)" = 0 ] && chown postgres: "$d"
+    echo "$d"
+}
+
+# Installs the Debian packages shardid needs to build and test, where missing.
+# The check is by file so a machine that has them needs no apt at all.
+ensure_deps() {
+    local missing=() want
+    for want in \
+        "/usr/bin/g++:g++" "/usr/bin/make:make" "/usr/bin/clang++:clang" \
+        "$PG_BIN/postgres:postgresql-$PG_MAJOR" \
+        "/usr/include/postgresql/$PG_MAJOR/server/postgres.h:postgresql-server-dev-$PG_MAJOR" \
+        "/usr/include/pqxx/pqxx:libpqxx-dev" \
+        "/usr/include/gtest/gtest.h:libgtest-dev" \
+        "/usr/include/benchmark/benchmark.h:libbenchmark-dev"; do
+        [ -e "${want%%:*}" ] || missing+=("${want#*:}")
+    done
+    if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
+        missing+=("postgresql-$PG_MAJOR")
+    fi
+    [ ${#missing[@]} -eq 0 ] && return 0
+    log "installing missing packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Builds and installs the extension into the PostgreSQL of $PG_CONFIG.
+build_install() {
+    make -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null
+    as_root make -s install PG_CONFIG="$PG_CONFIG" >/dev/null
+}
+
+# cluster_init DIR [CONFIG LINE...]: a new cluster in DIR/data; extra
+# postgresql.conf lines as arguments.
+cluster_init() {
+    local dir=$1; shift
+    as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 || {
+        cat "$dir/initdb.log" >&2; return 1; }
+    {
+        echo "listen_addresses = ''"
+        echo "unix_socket_directories = '$dir'"
+        echo "fsync = off"
+        local line
+        for line in "$@"; do echo "$line"; done
+    } | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
+}
+
+# cluster_start DIR PORT / cluster_stop DIR [MODE]
+cluster_start() {
+    as_pg "$PG_BIN/pg_ctl" -D "$1/data" -l "$1/server.log" -o "-p $2" -w -t 60 start >/dev/null || {
+        tail -20 "$1/server.log" >&2; return 1; }
+}
+cluster_stop() { as_pg "$PG_BIN/pg_ctl" -D "$1/data" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true; }
+
+# cluster_psql DIR PORT [psql args...]: psql as the postgres superuser.
+cluster_psql() {
+    local dir=$1 port=$2; shift 2
+    psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres "$@"
+}

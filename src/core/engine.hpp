@@ -1,0 +1,113 @@
+// The generator engine: one node-wide state word per layout, advanced with a
+// single compare-and-swap, so that every ID a node issues for a layout is
+// larger than every one it issued before, whichever backend asks.
+//
+// Rules (SPEC section 1):
+//  - the wall clock is ahead of the last tick: start that tick at sequence_first;
+//  - otherwise (same tick, or the clock stepped back): next sequence of the
+//    last tick, so the logical clock never goes back;
+//  - sequence used up and the wall clock is in that tick: wait for the next;
+//  - sequence used up and the wall clock is behind (it stepped back): move the
+//    logical clock one tick ahead, unless it would then lead the wall clock
+//    by more than max_lead_ms, which is an error.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/layout.hpp"
+#include "core/status.hpp"
+
+namespace shardid {
+
+// Lives in shared memory: plain atomics, no pointers, no constructors needed
+// beyond zero bytes.
+struct alignas(64) SlotState {
+    std::atomic<uint64_t> last;   // Layout::pack(tick, sequence) of the last ID issued
+    std::atomic<uint64_t> waits;  // times a caller waited for the next tick
+    std::atomic<uint64_t> ahead;  // ticks the logical clock was moved ahead of a wall clock that stepped back
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free,
+              "shared-memory atomics must be lock-free to be shared between processes");
+
+// Waits until the clock reaches `tick`, or returns early if it falls behind
+// `from` (it stepped back: the caller then moves the logical clock instead).
+template <class Clock>
+void wait_for_tick(const Layout& layout, Clock& clock, int64_t tick, int64_t from)
+{
+    for (;;) {
+        const int64_t now = clock.now_ms();
+        const int64_t wall = layout.tick_of(now);
+        if (wall >= tick || wall < from)
+            return;
+        clock.pause(layout.ms_of_tick(tick) - now);
+    }
+}
+
+// Issues the next ID of `layout` for `shard` (already checked against the
+// shard field). On failure fills *status and returns false.
+template <class Clock>
+bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_lead_ms,
+             uint64_t shard, uint64_t* id, Status* status)
+{
+    const uint64_t sequence_max = layout.sequence_max();
+    uint64_t last = slot.last.load(std::memory_order_acquire);
+    for (;;) {
+        const int64_t now = clock.now_ms();
+        const int64_t wall = layout.tick_of(now);
+        if (wall < 0) {
+            *status = Status::fail(Error::out_of_range, "the clock is before the %s epoch", layout.name)
+                          .with_detail("The wall clock reads %lld ms since the Unix epoch; the layout starts at %lld.",
+                                       (long long)now, (long long)layout.epoch_ms)
+                          .with_hint("Check the server clock and shardid.clock_offset_ms.");
+            return false;
+        }
+        const uint64_t last_tick = layout.packed_tick(last);
+        const uint64_t last_sequence = layout.packed_sequence(last);
+        uint64_t tick, sequence;
+        bool moved_ahead = false;
+        if (uint64_t(wall) > last_tick) {
+            tick = uint64_t(wall);
+            sequence = layout.sequence_first;
+        } else if (last_sequence < sequence_max) {
+            tick = last_tick;
+            sequence = last_sequence + 1;
+        } else if (uint64_t(wall) == last_tick) {
+            wait_for_tick(layout, clock, wall + 1, wall);
+            slot.waits.fetch_add(1, std::memory_order_relaxed);
+            last = slot.last.load(std::memory_order_acquire);
+            continue;
+        } else {
+            tick = last_tick + 1;
+            sequence = layout.sequence_first;
+            moved_ahead = true;
+            const int64_t lead_ms = layout.ms_of_tick(int64_t(tick)) - now;
+            if (lead_ms > max_lead_ms) {
+                *status = Status::fail(Error::clock_lead_exceeded,
+                                       "%s logical clock would lead the wall clock by %lld ms", layout.name,
+                                       (long long)lead_ms)
+                              .with_detail("The wall clock is behind the last issued ID (it stepped back) and the "
+                                           "sequence of that tick is used up; shardid.max_clock_lead is %lld ms.",
+                                           (long long)max_lead_ms)
+                              .with_hint("Wait for the wall clock to catch up, or raise shardid.max_clock_lead.");
+                return false;
+            }
+        }
+        if (!layout.wraps && tick > layout.time_max()) {
+            *status = Status::fail(Error::time_exhausted, "%s has run out of time", layout.name)
+                          .with_detail("Tick %llu does not fit the %u-bit time field.", (unsigned long long)tick,
+                                       unsigned(layout.time_bits));
+            return false;
+        }
+        const uint64_t word = layout.pack(tick, sequence);
+        if (slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel, std::memory_order_acquire)) {
+            if (moved_ahead)
+                slot.ahead.fetch_add(1, std::memory_order_relaxed);
+            *id = layout.compose(tick, shard, sequence);
+            return true;
+        }
+        // `last` now holds the current word; try again with a fresh clock reading.
+    }
+}
+
+}  // namespace shardid

@@ -1,0 +1,73 @@
+// A layout: how a "time | shard | sequence" ID is cut into bits.
+//
+//   bit 63 | time_bits | shard_bits | sequence_bits      (most significant first)
+//   0      | tick      | shard      | sequence
+//
+// tick counts time units of unit_ms since epoch_ms (Unix milliseconds). A
+// wrapping layout (TraceId) keeps only the low time_bits of the tick; any
+// other layout refuses ticks that do not fit. Every scheme of shardid that is
+// ordered by time is one Layout value; the engine knows nothing else.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.hpp"
+
+namespace shardid {
+
+struct Fields {
+    uint64_t tick;      // the time field as stored (wrapped for wrapping layouts)
+    uint64_t shard;
+    uint64_t sequence;
+};
+
+struct Layout {
+    const char* name;         // for messages: "trace id", "snowflake", ...
+    int64_t epoch_ms;         // Unix milliseconds of tick 0
+    int64_t unit_ms;          // length of one tick, >= 1
+    uint8_t time_bits;
+    uint8_t shard_bits;
+    uint8_t sequence_bits;
+    bool wraps;               // time field holds tick modulo 2^time_bits
+    uint8_t sequence_first;   // first sequence value of a tick (0, or 1 for TraceId)
+
+    static constexpr uint64_t mask(unsigned bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
+
+    constexpr uint64_t time_max() const { return mask(time_bits); }
+    constexpr uint64_t shard_max() const { return mask(shard_bits); }
+    constexpr uint64_t sequence_max() const { return mask(sequence_bits); }
+    constexpr unsigned total_bits() const { return time_bits + shard_bits + sequence_bits; }
+
+    // Assumes tick, shard and sequence have been checked against their fields
+    // (a wrapping layout's tick is masked here).
+    constexpr uint64_t compose(uint64_t tick, uint64_t shard, uint64_t sequence) const
+    {
+        const uint64_t t = wraps ? (tick & time_max()) : tick;
+        return (t << (shard_bits + sequence_bits)) | (shard << sequence_bits) | sequence;
+    }
+
+    constexpr Fields decompose(uint64_t id) const
+    {
+        return Fields{(id >> (shard_bits + sequence_bits)) & time_max(),
+                      (id >> sequence_bits) & shard_max(), id & sequence_max()};
+    }
+
+    // The tick that contains Unix millisecond `ms` (floor division, so
+    // instants before the epoch give negative ticks).
+    constexpr int64_t tick_of(int64_t ms) const
+    {
+        const int64_t d = ms - epoch_ms;
+        return d >= 0 ? d / unit_ms : -((-d + unit_ms - 1) / unit_ms);
+    }
+    constexpr int64_t ms_of_tick(int64_t tick) const { return epoch_ms + tick * unit_ms; }
+
+    // The engine's packed state word: (tick << sequence_bits) | sequence.
+    constexpr uint64_t pack(uint64_t tick, uint64_t sequence) const { return (tick << sequence_bits) | sequence; }
+    constexpr uint64_t packed_tick(uint64_t word) const { return word >> sequence_bits; }
+    constexpr uint64_t packed_sequence(uint64_t word) const { return word & sequence_max(); }
+
+    // Is the layout well formed? (widths, unit, room for the packed state)
+    Status validate() const;
+};
+
+}  // namespace shardid

@@ -1,0 +1,69 @@
+// Outcome of a core operation: a value, or an error kind with its words.
+//
+// The core never throws on bad input or clock trouble; it returns a Status
+// that the PostgreSQL glue maps to a SQLSTATE in one place (src/pg/guard.cpp).
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+
+namespace shardid {
+
+// Error kinds, named by what went wrong; each maps to exactly one SQLSTATE.
+enum class Error : uint8_t {
+    none = 0,
+    not_configured,      // a required setting is unset            -> 55000
+    out_of_range,        // a number outside its field or domain   -> 22003
+    invalid_parameter,   // an argument that cannot be used        -> 22023
+    invalid_text,        // malformed text representation          -> 22P02
+    clock_lead_exceeded, // logical clock would run too far ahead  -> 55000
+    time_exhausted,      // a layout's time field has no room left -> 22003
+    out_of_memory,       // std::bad_alloc                         -> 53200
+    internal,            // a bug or an unexpected C++ exception   -> XX000
+};
+
+// A failure with PostgreSQL-style words: a short lowercase message, and
+// full-sentence detail and hint (either may be empty).
+struct Status {
+    Error error = Error::none;
+    // Left unzeroed: a Status is built on every hot-path call, and only a
+    // failure writes (and so terminates) these.
+    char message[192];
+    char detail[256];
+    char hint[256];
+
+    Status() { message[0] = detail[0] = hint[0] = '\0'; }
+
+    bool ok() const { return error == Error::none; }
+    explicit operator bool() const { return ok(); }
+
+    static Status fail(Error e, const char* fmt, ...) __attribute__((format(printf, 2, 3)))
+    {
+        Status s;
+        s.error = e;
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(s.message, sizeof s.message, fmt, ap);
+        va_end(ap);
+        return s;
+    }
+    Status& with_detail(const char* fmt, ...) __attribute__((format(printf, 2, 3)))
+    {
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(detail, sizeof detail, fmt, ap);
+        va_end(ap);
+        return *this;
+    }
+    Status& with_hint(const char* fmt, ...) __attribute__((format(printf, 2, 3)))
+    {
+        va_list ap;
+        va_start(ap, fmt);
+        std::vsnprintf(hint, sizeof hint, fmt, ap);
+        va_end(ap);
+        return *this;
+    }
+};
+
+}  // namespace shardid

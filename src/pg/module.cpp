@@ -1,0 +1,66 @@
+// PG_MODULE_MAGIC, _PG_init and the GUCs.
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+#include "core/schemes.hpp"
+#include "pg/settings.hpp"
+#include "pg/shmem.hpp"
+
+extern "C" {
+PG_MODULE_MAGIC;
+void _PG_init(void);
+}
+
+namespace shardid::pg {
+
+int node_id = node_id_unset;
+int max_clock_lead_ms = 10000;
+int clock_offset_ms = 0;
+
+bool node_shard(const Layout& layout, uint64_t* shard, Status* status)
+{
+    if (node_id == node_id_unset) {
+        *status = Status::fail(Error::not_configured, "shardid.node_id is not set")
+                      .with_detail("Generating %s values needs this node's id, which must differ between nodes.",
+                                   layout.name)
+                      .with_hint("As a superuser, set it in postgresql.conf or run ALTER SYSTEM SET shardid.node_id "
+                                 "= <0..%llu>; then SELECT pg_reload_conf();",
+                                 (unsigned long long)layout.shard_max());
+        return false;
+    }
+    if (!check_shard(layout, node_id, "shardid.node_id", status)) {
+        status->with_hint("Set shardid.node_id to a value between 0 and %llu in postgresql.conf and reload.",
+                          (unsigned long long)layout.shard_max());
+        return false;
+    }
+    *shard = uint64_t(node_id);
+    return true;
+}
+
+}  // namespace shardid::pg
+
+void _PG_init(void)
+{
+    using namespace shardid::pg;
+
+    DefineCustomIntVariable(
+        "shardid.node_id", "This node's id in shardid IDs (TraceId node, default Snowflake/Instagram shard).",
+        "-1 means unset: generators that need it then fail. Each node must have its own value, which must fit the "
+        "field of the scheme that uses it.",
+        &node_id, node_id_unset, node_id_unset, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+    DefineCustomIntVariable("shardid.max_clock_lead",
+                            "How far the logical clock may run ahead of the wall clock after it stepped back.",
+                            "When a tick's sequence is used up while the wall clock is behind the last issued ID, "
+                            "the logical clock moves one tick ahead; past this lead, generation fails instead.",
+                            &max_clock_lead_ms, 10000, 0, INT_MAX, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+    DefineCustomIntVariable("shardid.clock_offset_ms",
+                            "Testing aid: milliseconds added to the wall clock this backend reads.",
+                            "Negative values simulate a clock that stepped back. Leave at 0 in production.",
+                            &clock_offset_ms, 0, INT_MIN, INT_MAX, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+    MarkGUCPrefixReserved("shardid");
+
+    shardid::pg::shmem_init();
+}

@@ -1,0 +1,11 @@
+// The one way the glue includes PostgreSQL: C headers in C linkage,
+// postgres.h first. Only files under src/pg include this.
+#pragma once
+
+extern "C" {
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/timestamp.h"
+}

@@ -1,0 +1,24 @@
+// shardid's GUCs (defined in module.cpp) and the helpers that read them.
+#pragma once
+
+#include <cstdint>
+
+#include "core/clock.hpp"
+#include "core/layout.hpp"
+#include "core/status.hpp"
+
+namespace shardid::pg {
+
+constexpr int node_id_unset = -1;
+
+extern int node_id;            // shardid.node_id, node_id_unset until configured
+extern int max_clock_lead_ms;  // shardid.max_clock_lead
+extern int clock_offset_ms;    // shardid.clock_offset_ms (testing aid)
+
+inline SystemClock wall_clock() { return SystemClock{clock_offset_ms}; }
+
+// shardid.node_id as the shard/node field of `layout`, or a failure
+// (55000 when unset, 22003 when it does not fit the field).
+bool node_shard(const Layout& layout, uint64_t* shard, Status* status);
+
+}  // namespace shardid::pg

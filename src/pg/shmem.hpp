@@ -1,0 +1,26 @@
+// Node-wide generator state in shared memory: one slot per distinct layout
+// shape (epoch, unit, widths), shared by every backend, parallel worker and
+// database of the cluster. Equal shapes share a slot, so two databases using
+// the same layout on one node never issue the same ID.
+//
+// With shared_preload_libraries the space is reserved at server start;
+// without it, the first backend that needs it carves it from the slack
+// PostgreSQL leaves in its shared memory segment. Either way the same
+// ShmemInitStruct name is attached, under AddinShmemInitLock.
+#pragma once
+
+#include "core/engine.hpp"
+#include "core/layout.hpp"
+
+namespace shardid::pg {
+
+constexpr int max_slots = 64;
+
+// Called from _PG_init: installs the shmem hooks when preloading.
+void shmem_init();
+
+// The node-wide state of `layout` (ereports if no slot is free). The result
+// is cached per backend; callers on a hot path cache it themselves too.
+SlotState* slot_for(const Layout& layout);
+
+}  // namespace shardid::pg

@@ -1,0 +1,26 @@
+#include "pg/timeconv.hpp"
+
+extern "C" {
+#include "common/int.h"
+}
+
+namespace shardid::pg {
+
+int64 unix_ms_of(TimestampTz ts, const char* argument)
+{
+    if (TIMESTAMP_NOT_FINITE(ts))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be a finite timestamp", argument)));
+    const int64 us = ts + unix_epoch_in_pg_us;  // cannot overflow: finite timestamps end near year 294276
+    return us >= 0 ? us / 1000 : -((-us + 999) / 1000);
+}
+
+TimestampTz timestamptz_of_unix_ms(int64 unix_ms)
+{
+    int64 us;
+    if (pg_mul_s64_overflow(unix_ms, 1000, &us) || pg_sub_s64_overflow(us, unix_epoch_in_pg_us, &us) ||
+        !IS_VALID_TIMESTAMP(us))
+        ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range")));
+    return us;
+}
+
+}  // namespace shardid::pg
