@@ -10,8 +10,11 @@ DATA = $(wildcard sql/shardid--*.sql)
 
 # pg_regress: sql/<test>.sql against expected/<test>.out, in a throwaway
 # instance configured by test/regress/regress.conf.
+# `make installcheck REGRESS=nopreload REGRESS_CONF=test/regress/nopreload.conf`
+# runs the same checks without shared_preload_libraries.
 REGRESS = trace_id guc
-REGRESS_OPTS = --temp-instance=tmp_check --temp-config=test/regress/regress.conf
+REGRESS_CONF ?= test/regress/regress.conf
+REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 
 PG_CONFIG ?= pg_config
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(includedir_server)
@@ -21,8 +24,34 @@ SHLIB_LINK += -lstdc++
 # PGXS would also compile each .cpp to LLVM bitcode with clang, ignoring
 # PG_CXXFLAGS; shardid's functions gain nothing from JIT inlining.
 override with_llvm = no
+# Rebuild objects when a header changes (dependency files in .deps/, named
+# by each source's base name: keep those unique across src/core and src/pg).
+override autodepend = yes
 
 EXTRA_CLEAN = tmp_check results regression.diffs regression.out build
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# --- C++ tests of the pure core (no PostgreSQL needed) ---
+CORE_SRCS = $(CORE_OBJS:.o=.cpp)
+UNIT_SRCS = $(wildcard test/unit/*.cpp)
+TEST_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread
+
+build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
+
+# The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
+build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	$(CXX) $(TEST_CXXFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
+		-o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
+
+unit: build/unit_tests build/unit_tests_san
+.PHONY: unit
+
+# --- integration tests against real servers (libpqxx 6) ---
+build/integration_tests: $(wildcard test/integration/*.cpp)
+	@mkdir -p build
+	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^ -lpqxx -lpq

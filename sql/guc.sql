@@ -1,0 +1,52 @@
+-- shardid's settings: defaults, ranges, and who may change them.
+SET timezone = 'UTC';
+CREATE EXTENSION IF NOT EXISTS shardid;
+\set VERBOSITY default
+
+SHOW shardid.node_id;
+SHOW shardid.max_clock_lead;
+SHOW shardid.clock_offset_ms;
+SELECT name, context, unit, min_val, max_val FROM pg_settings WHERE name LIKE 'shardid.%' ORDER BY name;
+
+-- Unset node id: 55000 with a hint.
+SET shardid.node_id = -1;
+SELECT next_trace_id();
+\echo :LAST_ERROR_SQLSTATE
+-- Out of the 16-bit node field: 22003 naming the range.
+SET shardid.node_id = 65536;
+SELECT next_trace_id();
+\echo :LAST_ERROR_SQLSTATE
+SET shardid.node_id = 65535;
+SELECT (trace_id_decode(next_trace_id())).node_no;
+SET shardid.node_id = 0;
+SELECT (trace_id_decode(next_trace_id())).node_no;
+-- Below -1 is not a value at all.
+SET shardid.node_id = -2;
+\echo :LAST_ERROR_SQLSTATE
+SET shardid.no_such_setting = 1;
+\echo :LAST_ERROR_SQLSTATE
+RESET shardid.node_id;
+
+-- Ordinary roles generate and decode, but cannot change identity or clock
+-- settings.
+CREATE ROLE shardid_app LOGIN;
+CREATE TABLE events (id bigint PRIMARY KEY DEFAULT next_trace_id(), what text);
+GRANT INSERT, SELECT ON events TO shardid_app;
+SET ROLE shardid_app;
+INSERT INTO events (what) VALUES ('signup'), ('login');
+SELECT what, (trace_id_decode(id)).node_no FROM events ORDER BY id;
+SET shardid.node_id = 3;
+\echo :LAST_ERROR_SQLSTATE
+SET shardid.clock_offset_ms = -60000;
+\echo :LAST_ERROR_SQLSTATE
+SET shardid.max_clock_lead = '1h';
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+
+-- A superuser may set it per role or database too.
+ALTER ROLE shardid_app SET shardid.node_id = 12;
+SELECT setconfig FROM pg_db_role_setting WHERE setrole = 'shardid_app'::regrole;
+ALTER ROLE shardid_app RESET shardid.node_id;
+
+DROP TABLE events;
+DROP ROLE shardid_app;

@@ -1,0 +1,20 @@
+-- Without shared_preload_libraries, the first backend that generates an ID
+-- attaches the node-wide state lazily; everything else behaves the same.
+SHOW shared_preload_libraries;
+CREATE EXTENSION shardid;
+WITH g AS (SELECT n, next_trace_id() AS id FROM generate_series(1, 100000) n),
+     o AS (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM g)
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids,
+       bool_and(prev IS NULL OR id > prev) AS strictly_increasing,
+       bool_and((id >> 22) & 65535 = 7) AS all_node_7
+FROM o;
+-- Parallel workers attach too, and share the state.
+CREATE TABLE rows_for_workers AS SELECT x FROM generate_series(1, 100000) x;
+ANALYZE rows_for_workers;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
+FROM (SELECT next_trace_id() AS id FROM rows_for_workers) s;
+RESET ALL;
+DROP TABLE rows_for_workers;
