@@ -3,7 +3,8 @@ EXTENSION = shardid
 MODULE_big = shardid
 
 CORE_OBJS = src/core/schemes.o
-PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/shmem.o src/pg/timeconv.o src/pg/trace.o
+PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/shmem.o src/pg/timeconv.o src/pg/layouts.o \
+	src/pg/trace.o src/pg/timeids.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 DATA = $(wildcard sql/shardid--*.sql)
@@ -12,7 +13,7 @@ DATA = $(wildcard sql/shardid--*.sql)
 # instance configured by test/regress/regress.conf.
 # `make installcheck REGRESS=nopreload REGRESS_CONF=test/regress/nopreload.conf`
 # runs the same checks without shared_preload_libraries.
-REGRESS = trace_id guc
+REGRESS = trace_id guc layouts
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 

@@ -83,7 +83,7 @@ run_regress() {  # NAME CONF TESTS...
     fi
     record "pg_regress ($name)" "$ok" "$bad"
 }
-run_regress "preloaded" test/regress/regress.conf trace_id guc
+run_regress "preloaded" test/regress/regress.conf trace_id guc layouts
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- integration tests (libpqxx, real servers) -----------------------------
@@ -96,6 +96,10 @@ if make -s build/integration_tests >/dev/null 2>build/integration.log; then
         if cluster_init "$dir" "${conf[@]}" && cluster_start "$dir" "$port"; then
             out=$(SHARDID_TEST_DSN="host=$dir port=$port user=postgres dbname=postgres" build/integration_tests 2>&1)
             rc=$?
+            # Shell scenarios against the same server (pg_dump, ...).
+            for scenario in test/scenarios/*.sh; do
+                out+=$'\n'$(SHARDID_TEST_HOST=$dir SHARDID_TEST_PORT=$port bash "$scenario" 2>&1) || rc=1
+            done
             grep -E '^(PASS|FAIL)' <<<"$out"
             ok=$(grep -c '^PASS' <<<"$out")
             bad=$(grep -c '^FAIL' <<<"$out")

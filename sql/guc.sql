@@ -1,6 +1,8 @@
 -- shardid's settings: defaults, ranges, and who may change them.
 SET timezone = 'UTC';
+SET client_min_messages = warning;  -- the same output alone or after other tests
 CREATE EXTENSION IF NOT EXISTS shardid;
+RESET client_min_messages;
 \set VERBOSITY default
 
 SHOW shardid.node_id;

@@ -94,9 +94,10 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             }
         }
         if (!layout.wraps && tick > layout.time_max()) {
-            *status = Status::fail(Error::time_exhausted, "%s has run out of time", layout.name)
-                          .with_detail("Tick %llu does not fit the %u-bit time field.", (unsigned long long)tick,
-                                       unsigned(layout.time_bits));
+            *status = Status::fail(Error::time_exhausted, "the %s layout has run out of time", layout.name)
+                          .with_detail("Its %u-bit time field ended %lld ms after the Unix epoch.",
+                                       unsigned(layout.time_bits),
+                                       (long long)layout.ms_of_tick(int64_t(layout.time_max()) + 1));
             return false;
         }
         const uint64_t word = layout.pack(tick, sequence);

@@ -1,5 +1,6 @@
 #include "core/schemes.hpp"
 
+#include <cstring>
 #include <limits>
 
 namespace shardid {
@@ -7,23 +8,23 @@ namespace shardid {
 Status Layout::validate() const
 {
     if (unit_ms < 1)
-        return Status::fail(Error::invalid_parameter, "time unit of layout %s must be at least 1 ms", name);
+        return Status::fail(Error::invalid_parameter, "time unit of layout \"%s\" must be at least 1 ms", name);
     if (time_bits < 1 || sequence_bits < 1)
-        return Status::fail(Error::invalid_parameter, "layout %s needs at least 1 time bit and 1 sequence bit",
+        return Status::fail(Error::invalid_parameter, "layout \"%s\" needs at least 1 time bit and 1 sequence bit",
                             name);
     if (total_bits() > 63)
-        return Status::fail(Error::invalid_parameter, "layout %s has %u bits, more than the 63 of a positive bigint",
+        return Status::fail(Error::invalid_parameter, "layout \"%s\" has %u bits, more than the 63 of a positive bigint",
                             name, total_bits())
             .with_detail("time_bits + shard_bits + sequence_bits must be at most 63.");
     if (sequence_first > sequence_max())
-        return Status::fail(Error::invalid_parameter, "layout %s starts its sequence beyond its field", name);
+        return Status::fail(Error::invalid_parameter, "layout \"%s\" starts its sequence beyond its field", name);
     if (epoch_ms < 0)
-        return Status::fail(Error::invalid_parameter, "epoch of layout %s is before 1970", name);
+        return Status::fail(Error::invalid_parameter, "epoch of layout \"%s\" is before 1970", name);
     // The last tick must be representable in Unix milliseconds, and a wrapping
     // layout's unbounded tick must still fit the packed state word.
     const uint64_t last_tick = wraps ? (uint64_t(1) << (64 - sequence_bits)) - 1 : time_max();
     if (last_tick > uint64_t(std::numeric_limits<int64_t>::max() - epoch_ms) / uint64_t(unit_ms))
-        return Status::fail(Error::invalid_parameter, "layout %s spans more time than a bigint of milliseconds",
+        return Status::fail(Error::invalid_parameter, "layout \"%s\" spans more time than a bigint of milliseconds",
                             name);
     return Status();
 }
@@ -36,6 +37,81 @@ bool check_shard(const Layout& layout, int64_t shard, const char* what, Status* 
                            (long long)shard, layout.name, (unsigned long long)layout.shard_max())
                   .with_detail("The %s layout stores it in %u bits.", layout.name, unsigned(layout.shard_bits));
     return false;
+}
+
+const Layout* find_preset(const char* name, size_t len)
+{
+    for (const Layout* p : presets)
+        if (std::strlen(p->name) == len && std::memcmp(p->name, name, len) == 0)
+            return p;
+    return nullptr;
+}
+
+bool layout_decode(const Layout& layout, int64_t id, Decoded* out, Status* status)
+{
+    if (id <= 0) {
+        *status = Status::fail(Error::out_of_range, "%s id %lld is out of range: ids are positive", layout.name,
+                               (long long)id);
+        return false;
+    }
+    if (layout.total_bits() < 63 && (uint64_t(id) >> layout.total_bits()) != 0) {
+        *status = Status::fail(Error::invalid_parameter, "%lld is not a %s id", (long long)id, layout.name)
+                      .with_detail("It has bits set above the layout's %u bits.", layout.total_bits());
+        return false;
+    }
+    const Fields f = layout.decompose(uint64_t(id));
+    out->unix_ms = layout.ms_of_tick(int64_t(f.tick));
+    out->shard = int64_t(f.shard);
+    out->sequence = int64_t(f.sequence);
+    return true;
+}
+
+// The tick of unix_ms, which must lie within the layout's time range.
+static bool tick_in_range(const Layout& layout, int64_t unix_ms, int64_t* tick, Status* status)
+{
+    *tick = layout.tick_of(unix_ms);
+    if (*tick < 0) {
+        *status = Status::fail(Error::out_of_range, "time is before the %s epoch", layout.name)
+                      .with_detail("The layout's time starts at %lld ms after the Unix epoch.",
+                                   (long long)layout.epoch_ms);
+        return false;
+    }
+    if (uint64_t(*tick) > layout.time_max()) {
+        *status = Status::fail(Error::out_of_range, "time is past the end of the %s layout", layout.name)
+                      .with_detail("Its %u-bit time field ends %lld ms after the Unix epoch.",
+                                   unsigned(layout.time_bits),
+                                   (long long)layout.ms_of_tick(int64_t(layout.time_max()) + 1));
+        return false;
+    }
+    return true;
+}
+
+bool layout_compose(const Layout& layout, int64_t unix_ms, int64_t shard, int64_t sequence, int64_t* id,
+                    Status* status)
+{
+    int64_t tick;
+    if (!tick_in_range(layout, unix_ms, &tick, status) || !check_shard(layout, shard, "shard", status))
+        return false;
+    if (sequence < 0 || uint64_t(sequence) > layout.sequence_max()) {
+        *status = Status::fail(Error::out_of_range, "sequence %lld is out of range for %s: allowed 0..%llu",
+                               (long long)sequence, layout.name, (unsigned long long)layout.sequence_max());
+        return false;
+    }
+    *id = int64_t(layout.compose(uint64_t(tick), uint64_t(shard), uint64_t(sequence)));
+    return true;
+}
+
+bool layout_min_id(const Layout& layout, int64_t unix_ms, int64_t* id, Status* status)
+{
+    if (layout.tick_of(unix_ms) < 0) {
+        *id = 0;
+        return true;
+    }
+    int64_t tick;
+    if (!tick_in_range(layout, unix_ms, &tick, status))
+        return false;
+    *id = int64_t(layout.compose(uint64_t(tick), 0, 0));
+    return true;
 }
 
 bool trace_decode(int64_t id, int64_t near_unix_s, TraceParts* out, Status* status)

@@ -1,6 +1,7 @@
 // The schemes of shardid, as descriptions on top of Layout and the engine.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/layout.hpp"
@@ -11,6 +12,47 @@ namespace shardid {
 // TraceId (SPEC 2.1): 25-bit Unix seconds (wrapping about every 388 days),
 // 16-bit node number, 22-bit counter starting at 1 in every second.
 inline constexpr Layout trace_layout{"TraceId", 0, 1000, 25, 16, 22, true, 1};
+
+// Snowflake-family presets (SPEC 2.3, 2.4): time | shard | sequence, time in
+// milliseconds since each system's epoch.
+//   snowflake: shardid's own, epoch 2020-01-01 00:00:00 UTC, lasts to 2089
+//   twitter:   1288834974657 (2010-11-04 01:42:54.657 UTC)
+//   icicle:    1455788600316 (2016-02-18 09:43:20.316 UTC)
+//   discord:   1420070400000 (2015-01-01), shard = worker (5) | process (5)
+//   instagram: 1314220021721 (2011-08-24 21:07:01.721 UTC), 13-bit shard,
+//              10-bit sequence; the time field is bits 62..23, i.e. 40 bits:
+//              Instagram's "41st" time bit is the sign bit, reached in 2046.
+inline constexpr Layout snowflake_layout{"snowflake", 1577836800000, 1, 41, 10, 12, false, 0};
+inline constexpr Layout twitter_layout{"twitter", 1288834974657, 1, 41, 10, 12, false, 0};
+inline constexpr Layout icicle_layout{"icicle", 1455788600316, 1, 41, 10, 12, false, 0};
+inline constexpr Layout discord_layout{"discord", 1420070400000, 1, 41, 10, 12, false, 0};
+inline constexpr Layout instagram_layout{"instagram", 1314220021721, 1, 40, 13, 10, false, 0};
+
+inline constexpr const Layout* presets[] = {&snowflake_layout, &twitter_layout, &icicle_layout, &discord_layout,
+                                            &instagram_layout};
+
+// The preset of that name, or nullptr.
+const Layout* find_preset(const char* name, size_t len);
+
+// The fields of an ID of a non-wrapping layout.
+struct Decoded {
+    int64_t unix_ms;   // start of the ID's tick
+    int64_t shard;
+    int64_t sequence;
+};
+
+// Splits `id` into its fields. Fails for ids <= 0 and for ids with bits set
+// above the layout's width (they cannot come from it).
+bool layout_decode(const Layout& layout, int64_t id, Decoded* out, Status* status);
+
+// The ID for a time (floored to its tick), shard and sequence; each must fit
+// its field.
+bool layout_compose(const Layout& layout, int64_t unix_ms, int64_t shard, int64_t sequence, int64_t* id,
+                    Status* status);
+
+// The smallest ID the layout can give at or after unix_ms: times before the
+// epoch give 0; times past the layout's last tick are an error.
+bool layout_min_id(const Layout& layout, int64_t unix_ms, int64_t* id, Status* status);
 
 struct TraceParts {
     int64_t unix_s;    // creation time, seconds since the Unix epoch

@@ -142,6 +142,26 @@ void test_clock_step_back_in_another_session()
     check(duplicates(ids) == 0, "duplicates between normal and stepped-back sessions");
 }
 
+// Every connection generates with `expr`; no duplicates, increasing per
+// connection.
+void check_concurrent(const std::string& expr, int connections, int batches)
+{
+    auto ids = in_parallel(connections, [&](pqxx::connection& c) { return generate(c, expr, batches, 1000); });
+    for (auto& v : ids)
+        check(strictly_increasing(v), expr + ": IDs did not increase within a connection");
+    const size_t dups = duplicates(ids);
+    std::cout << "  " << expr << ": " << connections * batches * 1000 << " IDs from " << connections
+              << " connections, " << dups << " duplicates" << std::endl;
+    check(dups == 0, expr + ": " + std::to_string(dups) + " duplicates");
+}
+
+void test_concurrent_layouts()
+{
+    check_concurrent("next_snowflake_id()", 4, 50);
+    check_concurrent("next_instagram_id(1341)", 4, 50);
+    check_concurrent("next_id('twitter', 5)", 4, 25);
+}
+
 void test_concurrent_column_defaults()
 {
     pqxx::connection setup(dsn);
@@ -183,5 +203,6 @@ int main()
     run("concurrent_trace_ids_8x100000", test_concurrent_trace_ids);
     run("clock_step_back_in_another_session", test_clock_step_back_in_another_session);
     run("concurrent_column_defaults", test_concurrent_column_defaults);
+    run("concurrent_snowflake_instagram_twitter", test_concurrent_layouts);
     return n_failed == 0 ? 0 : 1;
 }

@@ -1,0 +1,33 @@
+// Layouts by name: the presets compiled into the core, and users' layouts
+// from this database's shardid_user_layout table (created by create_layout).
+#pragma once
+
+#include "core/engine.hpp"
+#include "core/layout.hpp"
+#include "pg/pg.hpp"
+
+namespace shardid::pg {
+
+// A layout ready for use: its shape, and (once generated from) its slot.
+struct LayoutEntry {
+    Layout layout;
+    char name[64];
+    SlotState* slot;
+};
+
+// The layout named by text argument `argno` of this call, cached in
+// fn_extra; ereports for NULL or unknown names.
+LayoutEntry& layout_arg(FunctionCallInfo fcinfo, int argno);
+
+// The entry of a compiled-in preset.
+LayoutEntry& preset_entry(const Layout& preset);
+
+// Issues the next ID of `layout`, whose node-wide slot is cached in
+// slot_cache. The shard comes from argument shard_arg (when it is >= 0 and
+// not NULL) or else from shardid.node_id.
+Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg);
+
+// Builds the OUT-parameter record of the calling function.
+Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls);
+
+}  // namespace shardid::pg

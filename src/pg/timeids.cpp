@@ -1,0 +1,225 @@
+// SQL functions of the "time | shard | sequence" layouts: generation,
+// decoding, time bounds, and the checks behind create_layout().
+#include "pg/pg.hpp"
+
+#include <cstring>
+
+extern "C" {
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+}
+
+#include "core/schemes.hpp"
+#include "pg/guard.hpp"
+#include "pg/layouts.hpp"
+#include "pg/timeconv.hpp"
+
+using namespace shardid;
+using namespace shardid::pg;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_next_id);
+PG_FUNCTION_INFO_V1(shardid_next_snowflake_id);
+PG_FUNCTION_INFO_V1(shardid_next_instagram_id);
+PG_FUNCTION_INFO_V1(shardid_id_decode);
+PG_FUNCTION_INFO_V1(shardid_id_timestamp);
+PG_FUNCTION_INFO_V1(shardid_id_min);
+PG_FUNCTION_INFO_V1(shardid_id_compose);
+PG_FUNCTION_INFO_V1(shardid_snowflake_decode);
+PG_FUNCTION_INFO_V1(shardid_snowflake_timestamp);
+PG_FUNCTION_INFO_V1(shardid_snowflake_min_id);
+PG_FUNCTION_INFO_V1(shardid_instagram_decode);
+PG_FUNCTION_INFO_V1(shardid_instagram_timestamp);
+PG_FUNCTION_INFO_V1(shardid_instagram_min_id);
+PG_FUNCTION_INFO_V1(shardid_check_layout);
+PG_FUNCTION_INFO_V1(shardid_presets);
+}
+
+namespace {
+
+Decoded decode_or_raise(const Layout& layout, int64 id)
+{
+    Decoded d{};
+    Status status;
+    if (!guarded(status, [&] { return layout_decode(layout, id, &d, &status); }))
+        raise(status);
+    return d;
+}
+
+Datum decode_record(FunctionCallInfo fcinfo, const Layout& layout, int64 id)
+{
+    const Decoded d = decode_or_raise(layout, id);
+    Datum values[3] = {TimestampTzGetDatum(timestamptz_of_unix_ms(d.unix_ms)), Int32GetDatum(int32(d.shard)),
+                       Int32GetDatum(int32(d.sequence))};
+    bool nulls[3] = {false, false, false};
+    return return_record(fcinfo, values, nulls);
+}
+
+Datum decode_timestamp(const Layout& layout, int64 id)
+{
+    return TimestampTzGetDatum(timestamptz_of_unix_ms(decode_or_raise(layout, id).unix_ms));
+}
+
+Datum min_id(const Layout& layout, TimestampTz ts)
+{
+    const int64 unix_ms = unix_ms_of(ts, "time");
+    int64_t id = 0;
+    Status status;
+    if (!guarded(status, [&] { return layout_min_id(layout, unix_ms, &id, &status); }))
+        raise(status);
+    return Int64GetDatum(id);
+}
+
+Interval* interval_of_ms(int64 ms)
+{
+    auto* iv = static_cast<Interval*>(palloc0(sizeof(Interval)));
+    iv->time = ms * 1000;
+    return iv;
+}
+
+}  // namespace
+
+extern "C" Datum shardid_next_id(PG_FUNCTION_ARGS)
+{
+    LayoutEntry& e = layout_arg(fcinfo, 0);
+    return generate(fcinfo, e.layout, e.slot, 1);
+}
+
+extern "C" Datum shardid_next_snowflake_id(PG_FUNCTION_ARGS)
+{
+    LayoutEntry& e = preset_entry(snowflake_layout);
+    return generate(fcinfo, e.layout, e.slot, 0);
+}
+
+extern "C" Datum shardid_next_instagram_id(PG_FUNCTION_ARGS)
+{
+    LayoutEntry& e = preset_entry(instagram_layout);
+    return generate(fcinfo, e.layout, e.slot, 0);
+}
+
+extern "C" Datum shardid_id_decode(PG_FUNCTION_ARGS)
+{
+    return decode_record(fcinfo, layout_arg(fcinfo, 0).layout, PG_GETARG_INT64(1));
+}
+
+extern "C" Datum shardid_id_timestamp(PG_FUNCTION_ARGS)
+{
+    return decode_timestamp(layout_arg(fcinfo, 0).layout, PG_GETARG_INT64(1));
+}
+
+extern "C" Datum shardid_id_min(PG_FUNCTION_ARGS)
+{
+    return min_id(layout_arg(fcinfo, 0).layout, PG_GETARG_TIMESTAMPTZ(1));
+}
+
+extern "C" Datum shardid_id_compose(PG_FUNCTION_ARGS)
+{
+    const Layout& layout = layout_arg(fcinfo, 0).layout;
+    const int64 unix_ms = unix_ms_of(PG_GETARG_TIMESTAMPTZ(1), "time");
+    const int32 shard = PG_GETARG_INT32(2);
+    const int32 sequence = PG_GETARG_INT32(3);
+    int64_t id = 0;
+    Status status;
+    if (!guarded(status, [&] { return layout_compose(layout, unix_ms, shard, sequence, &id, &status); }))
+        raise(status);
+    PG_RETURN_INT64(id);
+}
+
+extern "C" Datum shardid_snowflake_decode(PG_FUNCTION_ARGS)
+{
+    return decode_record(fcinfo, snowflake_layout, PG_GETARG_INT64(0));
+}
+
+extern "C" Datum shardid_snowflake_timestamp(PG_FUNCTION_ARGS)
+{
+    return decode_timestamp(snowflake_layout, PG_GETARG_INT64(0));
+}
+
+extern "C" Datum shardid_snowflake_min_id(PG_FUNCTION_ARGS)
+{
+    return min_id(snowflake_layout, PG_GETARG_TIMESTAMPTZ(0));
+}
+
+extern "C" Datum shardid_instagram_decode(PG_FUNCTION_ARGS)
+{
+    return decode_record(fcinfo, instagram_layout, PG_GETARG_INT64(0));
+}
+
+extern "C" Datum shardid_instagram_timestamp(PG_FUNCTION_ARGS)
+{
+    return decode_timestamp(instagram_layout, PG_GETARG_INT64(0));
+}
+
+extern "C" Datum shardid_instagram_min_id(PG_FUNCTION_ARGS)
+{
+    return min_id(instagram_layout, PG_GETARG_TIMESTAMPTZ(0));
+}
+
+// create_layout()'s checks: the name, the epoch and unit, the widths. The
+// SQL function then inserts the row; the table's primary key refuses a
+// name that is taken.
+extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
+{
+    for (int i = 0; i < 6; i++)
+        if (PG_ARGISNULL(i))
+            ereport(ERROR, (errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED), errmsg("layout arguments must not be null")));
+    text* name_text = PG_GETARG_TEXT_PP(0);
+    const char* name = VARDATA_ANY(name_text);
+    const int len = VARSIZE_ANY_EXHDR(name_text);
+    bool name_ok = len >= 1 && len <= 63;
+    for (int i = 0; name_ok && i < len; i++)
+        name_ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
+    if (!name_ok)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid layout name \"%.*s\"", len > 63 ? 63 : len, name),
+                        errdetail("Layout names are 1 to 63 characters: lowercase letters, digits and '_'.")));
+    if (find_preset(name, size_t(len)) != nullptr)
+        ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT), errmsg("layout \"%.*s\" already exists", len, name),
+                        errdetail("It is one of shardid's built-in layouts.")));
+
+    const TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(1);
+    const int64 epoch_ms = unix_ms_of(epoch, "epoch");
+    if (timestamptz_of_unix_ms(epoch_ms) != epoch)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be a whole millisecond")));
+    const Interval* unit = PG_GETARG_INTERVAL_P(2);
+    if (unit->month != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("time_unit must not contain months or years"),
+                        errdetail("Their length varies; use days, hours, seconds or milliseconds.")));
+    const int64 unit_us = unit->time + int64(unit->day) * USECS_PER_DAY;
+    if (unit_us < 1000 || unit_us % 1000 != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("time_unit must be a whole number of milliseconds, at least 1 ms")));
+    int32 bits[3] = {PG_GETARG_INT32(3), PG_GETARG_INT32(4), PG_GETARG_INT32(5)};
+    for (int32 b : bits)
+        if (b < 0 || b > 63)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("bit widths must be between 0 and 63, not %d", b)));
+
+    char name_z[64];
+    memcpy(name_z, name, len);
+    name_z[len] = '\0';
+    const Layout layout{name_z, epoch_ms, unit_us / 1000, uint8_t(bits[0]), uint8_t(bits[1]), uint8_t(bits[2]),
+                        false, 0};
+    Status status;
+    if (!guarded(status, [&] {
+            status = layout.validate();
+            return status.ok();
+        }))
+        raise(status);
+    PG_RETURN_VOID();
+}
+
+// The built-in layouts, for the shardid_layouts view.
+extern "C" Datum shardid_presets(PG_FUNCTION_ARGS)
+{
+    InitMaterializedSRF(fcinfo, 0);
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    for (const Layout* p : presets) {
+        Datum values[6] = {CStringGetTextDatum(p->name), TimestampTzGetDatum(timestamptz_of_unix_ms(p->epoch_ms)),
+                           IntervalPGetDatum(interval_of_ms(p->unit_ms)), Int16GetDatum(p->time_bits),
+                           Int16GetDatum(p->shard_bits), Int16GetDatum(p->sequence_bits)};
+        bool nulls[6] = {false, false, false, false, false, false};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    return (Datum)0;
+}
