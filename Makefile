@@ -3,7 +3,7 @@ EXTENSION = shardid
 MODULE_big = shardid
 
 CORE_OBJS = src/core/schemes.o
-PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/shmem.o src/pg/timeconv.o src/pg/layouts.o \
+PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/shmem.o src/pg/hwm.o src/pg/timeconv.o src/pg/layouts.o \
 	src/pg/trace.o src/pg/timeids.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 

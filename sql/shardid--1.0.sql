@@ -160,3 +160,16 @@ CREATE FUNCTION instagram_timestamp(id bigint) RETURNS timestamptz
 CREATE FUNCTION instagram_min_id(ts timestamptz) RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_instagram_min_id'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Monitoring
+
+CREATE FUNCTION shardid_status(OUT layout text, OUT last_tick_at timestamptz, OUT last_sequence bigint,
+                               OUT clock_lead_ms bigint, OUT waits bigint, OUT moved_ahead bigint,
+                               OUT issued_behind_clock bigint, OUT high_water_mark timestamptz,
+                               OUT restart_floor timestamptz, OUT high_water_mark_unreadable boolean)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'shardid_status'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION shardid_status() IS
+    'node-wide generator state per layout: last tick, clock lead, waits, absorbed clock steps, high-water mark';
+CREATE VIEW shardid_status AS SELECT * FROM shardid_status();

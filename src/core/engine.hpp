@@ -23,9 +23,10 @@ namespace shardid {
 // Lives in shared memory: plain atomics, no pointers, no constructors needed
 // beyond zero bytes.
 struct alignas(64) SlotState {
-    std::atomic<uint64_t> last;   // Layout::pack(tick, sequence) of the last ID issued
-    std::atomic<uint64_t> waits;  // times a caller waited for the next tick
-    std::atomic<uint64_t> ahead;  // ticks the logical clock was moved ahead of a wall clock that stepped back
+    std::atomic<uint64_t> last;    // Layout::pack(tick, sequence) of the last ID issued
+    std::atomic<uint64_t> waits;   // times a caller waited for the next tick
+    std::atomic<uint64_t> ahead;   // ticks the logical clock was moved ahead of a wall clock that stepped back
+    std::atomic<uint64_t> behind;  // IDs issued two or more ticks ahead of the caller's wall clock
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free,
               "shared-memory atomics must be lock-free to be shared between processes");
@@ -44,11 +45,22 @@ void wait_for_tick(const Layout& layout, Clock& clock, int64_t tick, int64_t fro
     }
 }
 
+// After a restart: continue as if every tick up to the one containing
+// floor_ms (the persisted high-water mark) were used up, so no ID issued
+// before the restart can come again, whatever the wall clock says now.
+inline void resume_above(const Layout& layout, SlotState& slot, int64_t floor_ms)
+{
+    const int64_t tick = layout.tick_of(floor_ms);
+    if (tick >= 0)
+        slot.last.store(layout.pack(uint64_t(tick), layout.sequence_max()), std::memory_order_relaxed);
+}
+
 // Issues the next ID of `layout` for `shard` (already checked against the
-// shard field). On failure fills *status and returns false.
+// shard field), and the Unix ms at which its tick starts (for the
+// high-water mark). On failure fills *status and returns false.
 template <class Clock>
 bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_lead_ms,
-             uint64_t shard, uint64_t* id, Status* status)
+             uint64_t shard, uint64_t* id, Status* status, int64_t* tick_ms = nullptr)
 {
     const uint64_t sequence_max = layout.sequence_max();
     uint64_t last = slot.last.load(std::memory_order_acquire);
@@ -104,7 +116,11 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
         if (slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel, std::memory_order_acquire)) {
             if (moved_ahead)
                 slot.ahead.fetch_add(1, std::memory_order_relaxed);
+            if (tick >= uint64_t(wall) + 2)
+                slot.behind.fetch_add(1, std::memory_order_relaxed);
             *id = layout.compose(tick, shard, sequence);
+            if (tick_ms)
+                *tick_ms = layout.ms_of_tick(int64_t(tick));
             return true;
         }
         // `last` now holds the current word; try again with a fresh clock reading.

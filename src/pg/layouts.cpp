@@ -159,6 +159,7 @@ Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_c
 
     Status status;
     uint64_t id = 0;
+    int64_t tick_ms = 0;
     const bool ok = guarded(status, [&] {
         uint64_t field;
         if (shard_given) {
@@ -169,10 +170,11 @@ Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_c
             return false;
         }
         SystemClock clock = wall_clock();
-        return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status);
+        return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms);
     });
     if (!ok)
         raise(status);
+    cover_tick(tick_ms);  // never hand out an ID the persisted high-water mark does not cover
     PG_RETURN_INT64(int64(id));
 }
 

@@ -1,14 +1,25 @@
-#include "pg/shmem.hpp"
-
+#include <atomic>
 #include <cstring>
 
+#include "pg/shmem.hpp"
+
+#include "core/clock.hpp"
+#include "pg/hwm.hpp"
 #include "pg/pg.hpp"
+#include "pg/settings.hpp"
+#include "pg/timeconv.hpp"
 
 extern "C" {
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/tuplestore.h"
+}
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_status);
 }
 
 namespace shardid::pg {
@@ -37,11 +48,20 @@ struct Shape {
 struct Slot {
     SlotState state;  // first, so it keeps the slot's 64-byte alignment
     Shape shape;
+    char name[64];    // the layout that first claimed the slot, for shardid_status()
 };
+
+// How far ahead of the IDs in use the high-water mark is written.
+constexpr int64 lease_ms = 1000;
 
 struct Shared {
     uint32_t magic;
     int n_used;
+    int lease_tranche;
+    bool hwm_corrupt;              // the mark could not be read: generation refuses
+    int64 restart_floor_ms;        // the mark found at start-up
+    std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
+    LWLock lease_lock;             // serializes writers of the mark
     Slot slots[max_slots];
 };
 
@@ -64,7 +84,21 @@ void attach_locked()
     if (!found) {
         memset(raw, 0, shared_size);
         aligned->magic = shared_magic;
+        int64 mark = 0;
+        const HwmRead got = hwm_read(&mark);
+        if (got == HwmRead::corrupt)
+            ereport(WARNING, (errmsg("shardid high-water mark file \"%s\" is unreadable", hwm_path),
+                              errdetail("ID generation is refused until it is fixed, since IDs issued before the "
+                                        "restart could otherwise be issued again."),
+                              errhint("If the server clock is known to be past every ID ever issued, remove the "
+                                      "file and restart the server.")));
+        aligned->hwm_corrupt = got == HwmRead::corrupt;
+        aligned->restart_floor_ms = mark;
+        aligned->lease_until_ms.store(got == HwmRead::corrupt ? 0 : mark);
+        aligned->lease_tranche = LWLockNewTrancheId();
+        LWLockInitialize(&aligned->lease_lock, aligned->lease_tranche);
     }
+    LWLockRegisterTranche(aligned->lease_tranche, "shardid");
     shared = aligned;
 }
 
@@ -126,6 +160,8 @@ SlotState* slot_for(const Layout& layout)
     if (slot == nullptr && shared->n_used < max_slots) {
         slot = &shared->slots[shared->n_used];
         slot->shape = shape;
+        strlcpy(slot->name, layout.name, sizeof slot->name);
+        resume_above(layout, slot->state, shared->restart_floor_ms);
         shared->n_used++;
     }
     LWLockRelease(AddinShmemInitLock);
@@ -139,4 +175,73 @@ SlotState* slot_for(const Layout& layout)
     return &slot->state;
 }
 
+void cover_tick(int64 tick_ms)
+{
+    const int64 until = shared->lease_until_ms.load(std::memory_order_acquire);
+    if (tick_ms + lease_ms / 2 < until)
+        return;
+    if (shared->hwm_corrupt)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("shardid high-water mark file \"%s\" is unreadable", hwm_path),
+                        errdetail("IDs issued before the last restart could be issued again."),
+                        errhint("If the server clock is known to be past every ID ever issued, remove the file and "
+                                "restart the server.")));
+    // Renew half way through the lease, by whoever gets the lock first, so
+    // generators do not wait for the write; wait only when not covered.
+    if (tick_ms < until) {
+        if (!LWLockConditionalAcquire(&shared->lease_lock, LW_EXCLUSIVE))
+            return;
+    } else {
+        LWLockAcquire(&shared->lease_lock, LW_EXCLUSIVE);
+    }
+    if (tick_ms + lease_ms / 2 >= shared->lease_until_ms.load(std::memory_order_acquire)) {
+        const int64 new_until = tick_ms + lease_ms;
+        hwm_write(new_until);
+        shared->lease_until_ms.store(new_until, std::memory_order_release);
+    }
+    LWLockRelease(&shared->lease_lock);
+}
+
 }  // namespace shardid::pg
+
+// One row per layout slot in use on this node.
+extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
+{
+    using namespace shardid;
+    using namespace shardid::pg;
+    InitMaterializedSRF(fcinfo, 0);
+    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    if (shared == nullptr)
+        attach_locked();
+    const int n = shared->n_used;
+    LWLockRelease(AddinShmemInitLock);
+
+    const int64 now_ms = wall_clock().now_ms();
+    const int64 mark_ms = shared->lease_until_ms.load();
+    const Datum mark = TimestampTzGetDatum(timestamptz_of_unix_ms(mark_ms));
+    const Datum floor = TimestampTzGetDatum(timestamptz_of_unix_ms(shared->restart_floor_ms));
+    for (int i = 0; i < n; i++) {
+        const Slot& slot = shared->slots[i];
+        const Shape& sh = slot.shape;
+        const Layout layout{slot.name, sh.epoch_ms, sh.unit_ms, sh.time_bits, sh.shard_bits, sh.sequence_bits,
+                            sh.wraps, sh.sequence_first};
+        const uint64_t last = slot.state.last.load(std::memory_order_acquire);
+        const int64 last_tick_ms = layout.ms_of_tick(int64(layout.packed_tick(last)));
+        const bool issued = last != 0;
+        Datum values[10] = {CStringGetTextDatum(slot.name),
+                            issued ? TimestampTzGetDatum(timestamptz_of_unix_ms(last_tick_ms)) : (Datum)0,
+                            Int64GetDatum(int64(layout.packed_sequence(last))),
+                            Int64GetDatum(issued && last_tick_ms > now_ms ? last_tick_ms - now_ms : 0),
+                            Int64GetDatum(int64(slot.state.waits.load())),
+                            Int64GetDatum(int64(slot.state.ahead.load())),
+                            Int64GetDatum(int64(slot.state.behind.load())),
+                            mark,
+                            floor,
+                            BoolGetDatum(shared->hwm_corrupt)};
+        bool nulls[10] = {false, !issued, !issued, false, false, false, false,
+                          mark_ms == 0, shared->restart_floor_ms == 0, false};
+        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+    }
+    return (Datum)0;
+}

@@ -23,4 +23,10 @@ void shmem_init();
 // is cached per backend; callers on a hot path cache it themselves too.
 SlotState* slot_for(const Layout& layout);
 
+// Makes sure the persisted high-water mark covers an ID whose tick starts
+// at tick_ms before that ID is returned: writes the mark about a second
+// ahead when it is not, and renews it early (without waiting) when half of
+// it is used. Needs an earlier slot_for().
+void cover_tick(int64_t tick_ms);
+
 }  // namespace shardid::pg
