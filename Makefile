@@ -13,7 +13,7 @@ DATA = $(wildcard sql/shardid--*.sql)
 # instance configured by test/regress/regress.conf.
 # `make installcheck REGRESS=nopreload REGRESS_CONF=test/regress/nopreload.conf`
 # runs the same checks without shared_preload_libraries.
-REGRESS = trace_id guc layouts
+REGRESS = trace_id guc layouts bad_input
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 
@@ -56,3 +56,16 @@ unit: build/unit_tests build/unit_tests_san
 build/integration_tests: $(wildcard test/integration/*.cpp)
 	@mkdir -p build
 	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^ -lpqxx -lpq
+
+# --- libFuzzer over the core (clang, with ASan and UBSan) ---
+build/core_fuzz: $(CORE_SRCS) $(wildcard test/fuzz/*.cpp) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	clang++ -std=c++17 -O1 -g -I$(srcdir)/src -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+		-o $@ $(CORE_SRCS) $(wildcard test/fuzz/*.cpp)
+
+# FUZZ_SECONDS bounds the run in the test suite.
+FUZZ_SECONDS ?= 20
+fuzz: build/core_fuzz
+	@mkdir -p build/fuzz-corpus
+	build/core_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus
+.PHONY: fuzz

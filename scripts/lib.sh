@@ -35,7 +35,8 @@ ensure_deps() {
         "/usr/include/postgresql/$PG_MAJOR/server/postgres.h:postgresql-server-dev-$PG_MAJOR" \
         "/usr/include/pqxx/pqxx:libpqxx-dev" \
         "/usr/include/gtest/gtest.h:libgtest-dev" \
-        "/usr/include/benchmark/benchmark.h:libbenchmark-dev"; do
+        "/usr/include/benchmark/benchmark.h:libbenchmark-dev" \
+        "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-14-dev"; do
         [ -e "${want%%:*}" ] || missing+=("${want#*:}")
     done
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
@@ -70,7 +71,7 @@ cluster_init() {
 
 # cluster_start DIR PORT / cluster_stop DIR [MODE]
 cluster_start() {
-    as_pg "$PG_BIN/pg_ctl" -D "$1/data" -l "$1/server.log" -o "-p $2" -w -t 60 start >/dev/null || {
+    as_pg "$PG_BIN/pg_ctl" -D "$1/data" -l "$1/server.log" -o "-p $2" -w -t 60 start >/dev/null 2>&1 || {
         tail -20 "$1/server.log" >&2; return 1; }
 }
 cluster_stop() { as_pg "$PG_BIN/pg_ctl" -D "$1/data" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true; }

@@ -57,6 +57,21 @@ else
     broken unit "unit tests did not build"
 fi
 
+# libFuzzer over the core's decoders, composers and engine, for a bounded time.
+if make -s build/core_fuzz >/dev/null 2>build/fuzz.log; then
+    out=$(make -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}" 2>&1)
+    runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' <<<"$out" | grep -o '[0-9]*$')
+    if grep -q 'Done [0-9]* runs' <<<"$out" && ! grep -qE 'ERROR|deadly|crash-' <<<"$out"; then
+        record "fuzz (core, ${runs:-?} inputs)" 1 0
+    else
+        grep -E 'ERROR|SUMMARY|crash-|==' <<<"$out" | head -20
+        record "fuzz (core)" 0 1
+    fi
+else
+    cat build/fuzz.log >&2
+    broken fuzz "the fuzz target did not build"
+fi
+
 # --- pg_regress -------------------------------------------------------------
 # pg_regress starts its own temporary instance, which must not run as root:
 # run it on a copy of the test files owned by the server's user.
@@ -83,7 +98,7 @@ run_regress() {  # NAME CONF TESTS...
     fi
     record "pg_regress ($name)" "$ok" "$bad"
 }
-run_regress "preloaded" test/regress/regress.conf trace_id guc layouts
+run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- integration tests (libpqxx, real servers) -----------------------------
@@ -116,5 +131,16 @@ else
     cat build/integration.log >&2
     broken integration "integration tests did not build"
 fi
+
+# --- faults on real servers (restarts, crashes, clock steps) and several ---
+# --- nodes joined by logical replication -----------------------------------
+for script in test/faults/*.sh test/multinode/*.sh; do
+    out=$(bash "$script" 2>&1)
+    grep -E '^(PASS|FAIL)' <<<"$out"
+    ok=$(grep -c '^PASS' <<<"$out")
+    bad=$(grep -c '^FAIL' <<<"$out")
+    if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then tail -20 <<<"$out"; bad=1; fi
+    record "$(basename "$(dirname "$script")") ($(basename "$script" .sh))" "$ok" "$bad"
+done
 
 finish

@@ -173,3 +173,4 @@ CREATE FUNCTION shardid_status(OUT layout text, OUT last_tick_at timestamptz, OU
 COMMENT ON FUNCTION shardid_status() IS
     'node-wide generator state per layout: last tick, clock lead, waits, absorbed clock steps, high-water mark';
 CREATE VIEW shardid_status AS SELECT * FROM shardid_status();
+GRANT SELECT ON shardid_status TO PUBLIC;

@@ -69,13 +69,13 @@ bool layout_decode(const Layout& layout, int64_t id, Decoded* out, Status* statu
 // The tick of unix_ms, which must lie within the layout's time range.
 static bool tick_in_range(const Layout& layout, int64_t unix_ms, int64_t* tick, Status* status)
 {
-    *tick = layout.tick_of(unix_ms);
-    if (*tick < 0) {
+    if (unix_ms < layout.epoch_ms) {
         *status = Status::fail(Error::out_of_range, "time is before the %s epoch", layout.name)
                       .with_detail("The layout's time starts at %lld ms after the Unix epoch.",
                                    (long long)layout.epoch_ms);
         return false;
     }
+    *tick = layout.tick_of(unix_ms);  // no overflow: unix_ms >= epoch_ms >= 0
     if (uint64_t(*tick) > layout.time_max()) {
         *status = Status::fail(Error::out_of_range, "time is past the end of the %s layout", layout.name)
                       .with_detail("Its %u-bit time field ends %lld ms after the Unix epoch.",
@@ -103,7 +103,7 @@ bool layout_compose(const Layout& layout, int64_t unix_ms, int64_t shard, int64_
 
 bool layout_min_id(const Layout& layout, int64_t unix_ms, int64_t* id, Status* status)
 {
-    if (layout.tick_of(unix_ms) < 0) {
+    if (unix_ms < layout.epoch_ms) {
         *id = 0;
         return true;
     }
@@ -127,7 +127,13 @@ bool trace_decode(int64_t id, int64_t near_unix_s, TraceParts* out, Status* stat
                       .with_detail("Its counter field is 0; trace id counters start at 1.");
         return false;
     }
-    // Latest second s <= near + 1 day with s mod 2^25 == tick.
+    // Latest second s <= near + 1 day with s mod 2^25 == tick. (Any near a
+    // timestamptz can hold is far inside this bound.)
+    constexpr int64_t near_limit = int64_t(1) << 50;
+    if (near_unix_s > near_limit || near_unix_s < -near_limit) {
+        *status = Status::fail(Error::out_of_range, "reference time is out of range for decoding a trace id");
+        return false;
+    }
     const int64_t period = int64_t(1) << trace_layout.time_bits;
     const int64_t limit = near_unix_s + 86400;
     int64_t back = (limit - int64_t(f.tick)) % period;

@@ -10,8 +10,10 @@ int64 unix_ms_of(TimestampTz ts, const char* argument)
 {
     if (TIMESTAMP_NOT_FINITE(ts))
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be a finite timestamp", argument)));
-    const int64 us = ts + unix_epoch_in_pg_us;  // cannot overflow: finite timestamps end near year 294276
-    return us >= 0 ? us / 1000 : -((-us + 999) / 1000);
+    // Milliseconds first: ts + unix_epoch_in_pg_us would overflow near the
+    // end of timestamptz's range (year 294276).
+    const int64 pg_ms = ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000);
+    return pg_ms + unix_epoch_in_pg_us / 1000;
 }
 
 TimestampTz timestamptz_of_unix_ms(int64 unix_ms)
