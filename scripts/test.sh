@@ -98,7 +98,7 @@ run_regress() {  # NAME CONF TESTS...
     fi
     record "pg_regress ($name)" "$ok" "$bad"
 }
-run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input
+run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- integration tests (libpqxx, real servers) -----------------------------
@@ -106,7 +106,7 @@ if make -s build/integration_tests >/dev/null 2>build/integration.log; then
     port=55400
     for mode in preloaded "not preloaded"; do
         dir=$(pg_tmpdir)
-        conf=("shardid.node_id = 7" "max_connections = 40")
+        conf=("shardid.node_id = 7" "shardid.launch_id = 65" "max_connections = 40")
         [ "$mode" = preloaded ] && conf+=("shared_preload_libraries = 'shardid'")
         if cluster_init "$dir" "${conf[@]}" && cluster_start "$dir" "$port"; then
             out=$(SHARDID_TEST_DSN="host=$dir port=$port user=postgres dbname=postgres" build/integration_tests 2>&1)

@@ -174,3 +174,92 @@ COMMENT ON FUNCTION shardid_status() IS
     'node-wide generator state per layout: last tick, clock lead, waits, absorbed clock steps, high-water mark';
 CREATE VIEW shardid_status AS SELECT * FROM shardid_status();
 GRANT SELECT ON shardid_status TO PUBLIC;
+
+-- DecimalId (SPEC 2.2): counter * 10^10 + generator_id * 10^5 + launch_id
+
+CREATE SEQUENCE shardid_generator_seq MINVALUE 0 MAXVALUE 99999 START 1 NO CYCLE;
+COMMENT ON SEQUENCE shardid_generator_seq IS
+    'DecimalId generator ids of this database: one per start of the node and per 922,337,202 IDs';
+CREATE SEQUENCE shardid_run_seq MINVALUE 0 MAXVALUE 1073741823 START 1 NO CYCLE;
+COMMENT ON SEQUENCE shardid_run_seq IS 'call-number run ids: one per 16,384 call numbers of a backend';
+REVOKE ALL ON SEQUENCE shardid_generator_seq, shardid_run_seq FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('shardid_generator_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('shardid_run_seq', '');
+
+CREATE FUNCTION next_decimal_id() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_next_decimal_id'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION next_decimal_id() IS
+    'next DecimalId: counter * 10^10 + generator_id * 10^5 + shardid.launch_id, readable in decimal';
+
+CREATE FUNCTION decimal_id_decode(id bigint, OUT counter bigint, OUT generator_id integer, OUT launch_id integer)
+    AS 'MODULE_PATHNAME', 'shardid_decimal_id_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+CREATE FUNCTION decimal_id_new_generator() RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_decimal_id_new_generator'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+REVOKE EXECUTE ON FUNCTION decimal_id_new_generator() FROM PUBLIC;
+COMMENT ON FUNCTION decimal_id_new_generator() IS
+    'retire the current DecimalId generator id of this database and take the next one; returns it (superusers)';
+
+CREATE FUNCTION decimal_id_generator_progression(node_index integer, node_count integer) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path = @extschema@, pg_temp
+    AS $$
+DECLARE
+    last_used bigint;
+    called boolean;
+    next_id bigint;
+BEGIN
+    IF node_count IS NULL OR node_index IS NULL OR node_count < 1 OR node_index < 0 OR node_index >= node_count THEN
+        RAISE EXCEPTION 'node_index must be between 0 and node_count - 1, and node_count at least 1'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT last_value, is_called INTO last_used, called FROM shardid_generator_seq;
+    -- The smallest value of this node's progression that it has not used.
+    next_id := CASE WHEN called THEN last_used + 1 ELSE last_used END;
+    next_id := next_id + ((node_index - next_id) % node_count + node_count) % node_count;
+    IF next_id > 99999 THEN
+        RAISE EXCEPTION 'no generator id left for node % of %', node_index, node_count
+            USING ERRCODE = 'sequence_generator_limit_exceeded';
+    END IF;
+    EXECUTE format('ALTER SEQUENCE shardid_generator_seq INCREMENT BY %s RESTART WITH %s', node_count, next_id);
+    RETURN decimal_id_new_generator();
+END $$;
+REVOKE EXECUTE ON FUNCTION decimal_id_generator_progression(integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION decimal_id_generator_progression(integer, integer) IS
+    'give this node the generator ids node_index, node_index + node_count, ... and switch to the first unused one';
+
+-- Call numbers (SPEC 2.6)
+
+CREATE FUNCTION next_call_number() RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_next_call_number'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION next_call_number() IS
+    'next short public call number: 8 base62 characters, version | run_id | sequence shuffled by shardid.call_number_key';
+CREATE FUNCTION call_number_decode(call_number text, OUT version integer, OUT run_id integer, OUT sequence integer)
+    AS 'MODULE_PATHNAME', 'shardid_call_number_decode'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION call_number_compose(version integer, run_id integer, sequence integer) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_call_number_compose'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+
+-- Encodings (SPEC 2.8)
+
+CREATE FUNCTION base62_encode(value bigint, width integer DEFAULT 0) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_base62_encode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION base62_encode(bigint, integer) IS
+    'base62 (0-9A-Za-z), left-padded with 0 to width; width 11 fits every bigint and keeps order under COLLATE "C"';
+CREATE FUNCTION base62_decode(encoded text) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_base62_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION base32_encode(value bigint, width integer DEFAULT 0) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_base32_encode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION base32_encode(bigint, integer) IS
+    'Crockford base32, left-padded with 0 to width; width 13 fits every bigint and keeps order';
+CREATE FUNCTION base32_decode(encoded text) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_base32_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

@@ -19,6 +19,14 @@ namespace shardid::pg {
 int node_id = node_id_unset;
 int max_clock_lead_ms = 10000;
 int clock_offset_ms = 0;
+int launch_id = -1;
+char* call_number_key = nullptr;
+uint64_t call_number_key_version = 0;
+
+static void call_number_key_changed(const char*, void*)
+{
+    call_number_key_version++;
+}
 
 bool node_shard(const Layout& layout, uint64_t* shard, Status* status)
 {
@@ -60,6 +68,14 @@ void _PG_init(void)
                             "Testing aid: milliseconds added to the wall clock this backend reads.",
                             "Negative values simulate a clock that stepped back. Leave at 0 in production.",
                             &clock_offset_ms, 0, INT_MIN, INT_MAX, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+    DefineCustomIntVariable("shardid.launch_id", "DecimalId launch id of this deployment (1..99999; 0 for tests).",
+                            "-1 means unset: next_decimal_id() then fails.", &launch_id, -1, -1, 99999, PGC_SUSET, 0,
+                            NULL, NULL, NULL);
+    DefineCustomStringVariable("shardid.call_number_key",
+                               "Key from which the call-number bit shuffle is derived.",
+                               "Changing it changes every call number's text; readable by superusers only.",
+                               &call_number_key, "shardid-default-call-number-key", PGC_SUSET, GUC_SUPERUSER_ONLY,
+                               NULL, call_number_key_changed, NULL);
     MarkGUCPrefixReserved("shardid");
 
     shardid::pg::shmem_init();

@@ -14,6 +14,9 @@ constexpr int node_id_unset = -1;
 extern int node_id;            // shardid.node_id, node_id_unset until configured
 extern int max_clock_lead_ms;  // shardid.max_clock_lead
 extern int clock_offset_ms;    // shardid.clock_offset_ms (testing aid)
+extern int launch_id;          // shardid.launch_id, -1 until configured
+extern char* call_number_key;  // shardid.call_number_key
+extern uint64_t call_number_key_version;  // bumped whenever the key changes
 
 inline SystemClock wall_clock() { return SystemClock{clock_offset_ms}; }
 

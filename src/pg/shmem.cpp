@@ -63,6 +63,11 @@ struct Shared {
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
     LWLock lease_lock;             // serializes writers of the mark
     Slot slots[max_slots];
+    LWLock decimal_lock;           // serializes taking DecimalId generator ids
+    struct {
+        Oid database;
+        DecimalState state;
+    } decimal[max_decimal_databases];
 };
 
 constexpr uint32_t shared_magic = 0x53484944;  // "SHID"
@@ -97,6 +102,7 @@ void attach_locked()
         aligned->lease_until_ms.store(got == HwmRead::corrupt ? 0 : mark);
         aligned->lease_tranche = LWLockNewTrancheId();
         LWLockInitialize(&aligned->lease_lock, aligned->lease_tranche);
+        LWLockInitialize(&aligned->decimal_lock, aligned->lease_tranche);
     }
     LWLockRegisterTranche(aligned->lease_tranche, "shardid");
     shared = aligned;
@@ -174,6 +180,29 @@ SlotState* slot_for(const Layout& layout)
     cache[n_cached++] = CachedSlot{shape, &slot->state};
     return &slot->state;
 }
+
+DecimalState* decimal_state(Oid database)
+{
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    if (shared == nullptr)
+        attach_locked();
+    DecimalState* found = nullptr;
+    for (auto& d : shared->decimal)
+        if (d.database == database || d.database == InvalidOid) {
+            d.database = database;
+            found = &d.state;
+            break;
+        }
+    LWLockRelease(AddinShmemInitLock);
+    if (found == nullptr)
+        ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+                        errmsg("too many databases on this node generate decimal ids"),
+                        errdetail("Decimal id state is kept for at most %d databases per node.",
+                                  max_decimal_databases)));
+    return found;
+}
+
+LWLock* decimal_lock() { return &shared->decimal_lock; }
 
 void cover_tick(int64 tick_ms)
 {

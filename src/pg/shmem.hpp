@@ -9,12 +9,19 @@
 // ShmemInitStruct name is attached, under AddinShmemInitLock.
 #pragma once
 
+#include "core/decimal.hpp"
 #include "core/engine.hpp"
 #include "core/layout.hpp"
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "storage/lwlock.h"
+}
 
 namespace shardid::pg {
 
 constexpr int max_slots = 64;
+constexpr int max_decimal_databases = 16;
 
 // Called from _PG_init: installs the shmem hooks when preloading.
 void shmem_init();
@@ -28,5 +35,10 @@ SlotState* slot_for(const Layout& layout);
 // ahead when it is not, and renews it early (without waiting) when half of
 // it is used. Needs an earlier slot_for().
 void cover_tick(int64_t tick_ms);
+
+// DecimalId state of a database (its generator ids come from that
+// database's sequence), and the lock under which a generator id is taken.
+DecimalState* decimal_state(Oid database);
+LWLock* decimal_lock();
 
 }  // namespace shardid::pg

@@ -162,6 +162,37 @@ void test_concurrent_layouts()
     check_concurrent("next_id('twitter', 5)", 4, 25);
 }
 
+void test_concurrent_counters()
+{
+    check_concurrent("next_decimal_id()", 4, 25);
+    // Call numbers are text: 4 connections x 20,000 (each crosses a run
+    // boundary at 16,384), all distinct.
+    std::vector<std::unique_ptr<pqxx::connection>> conns;
+    for (int i = 0; i < 4; i++)
+        conns.push_back(std::make_unique<pqxx::connection>(dsn));
+    std::vector<std::vector<std::string>> got(4);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 4; i++)
+        threads.emplace_back([&, i] {
+            try {
+                pqxx::nontransaction tx(*conns[i]);
+                for (const auto& row : tx.exec("SELECT next_call_number() FROM generate_series(1, 20000)"))
+                    got[i].push_back(row[0].as<std::string>());
+            } catch (const std::exception&) {
+            }
+        });
+    for (auto& t : threads)
+        t.join();
+    std::vector<std::string> all;
+    for (auto& v : got)
+        all.insert(all.end(), v.begin(), v.end());
+    check(all.size() == 80000, "expected 80000 call numbers, got " + std::to_string(all.size()));
+    std::sort(all.begin(), all.end());
+    const size_t dups = all.size() - size_t(std::unique(all.begin(), all.end()) - all.begin());
+    std::cout << "  next_call_number(): 80000 from 4 connections, " << dups << " duplicates" << std::endl;
+    check(dups == 0, std::to_string(dups) + " duplicate call numbers");
+}
+
 void test_concurrent_column_defaults()
 {
     pqxx::connection setup(dsn);
@@ -204,5 +235,6 @@ int main()
     run("clock_step_back_in_another_session", test_clock_step_back_in_another_session);
     run("concurrent_column_defaults", test_concurrent_column_defaults);
     run("concurrent_snowflake_instagram_twitter", test_concurrent_layouts);
+    run("concurrent_decimal_ids_and_call_numbers", test_concurrent_counters);
     return n_failed == 0 ? 0 : 1;
 }
