@@ -263,3 +263,25 @@ COMMENT ON FUNCTION base32_encode(bigint, integer) IS
 CREATE FUNCTION base32_decode(encoded text) RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_base32_decode'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Eight-byte IDs (SPEC 2.5), bit-compatible with Lable's Java "uniqueid"
+
+CREATE FUNCTION next_eightbyte_id(mode text DEFAULT 'spread') RETURNS bytea
+    AS 'MODULE_PATHNAME', 'shardid_next_eightbyte_id'
+    LANGUAGE C VOLATILE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION next_eightbyte_id(text) IS
+    'next 8-byte id: 42-bit ms (bit-reversed in spread mode) | 6-bit sequence | 11-bit generator (shardid.node_id) | mode | 4-bit cluster';
+CREATE FUNCTION eightbyte_id_build(created_at timestamptz, sequence integer, generator_id integer,
+                                   cluster_id integer, mode text) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'shardid_eightbyte_id_build'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION eightbyte_id_decode(id bytea, OUT created_at timestamptz, OUT sequence integer,
+                                    OUT generator_id integer, OUT cluster_id integer, OUT mode text)
+    AS 'MODULE_PATHNAME', 'shardid_eightbyte_id_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION eightbyte_id_to_bigint(id bytea) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_eightbyte_id_to_bigint'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION eightbyte_id_from_bigint(id bigint) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'shardid_eightbyte_id_from_bigint'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

@@ -151,6 +151,11 @@ LayoutEntry& layout_arg(FunctionCallInfo fcinfo, int argno)
 
 Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg)
 {
+    PG_RETURN_INT64(int64(generate_raw(fcinfo, layout, slot_cache, shard_arg)));
+}
+
+uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg)
+{
     if (slot_cache == nullptr)
         slot_cache = slot_for(layout);
     SlotState& slot = *slot_cache;
@@ -175,7 +180,7 @@ Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_c
     if (!ok)
         raise(status);
     cover_tick(tick_ms);  // never hand out an ID the persisted high-water mark does not cover
-    PG_RETURN_INT64(int64(id));
+    return id;
 }
 
 Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls)

@@ -26,6 +26,8 @@ LayoutEntry& preset_entry(const Layout& preset);
 // slot_cache. The shard comes from argument shard_arg (when it is >= 0 and
 // not NULL) or else from shardid.node_id.
 Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg);
+// The same, returning the layout's raw word (for schemes that repack it).
+uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg);
 
 // Builds the OUT-parameter record of the calling function.
 Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls);

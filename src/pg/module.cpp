@@ -20,6 +20,7 @@ int node_id = node_id_unset;
 int max_clock_lead_ms = 10000;
 int clock_offset_ms = 0;
 int launch_id = -1;
+int cluster_id = 0;
 char* call_number_key = nullptr;
 uint64_t call_number_key_version = 0;
 
@@ -71,6 +72,8 @@ void _PG_init(void)
     DefineCustomIntVariable("shardid.launch_id", "DecimalId launch id of this deployment (1..99999; 0 for tests).",
                             "-1 means unset: next_decimal_id() then fails.", &launch_id, -1, -1, 99999, PGC_SUSET, 0,
                             NULL, NULL, NULL);
+    DefineCustomIntVariable("shardid.cluster_id", "Cluster id in eight-byte ids (0..15).", NULL, &cluster_id, 0, 0, 15,
+                            PGC_SUSET, 0, NULL, NULL, NULL);
     DefineCustomStringVariable("shardid.call_number_key",
                                "Key from which the call-number bit shuffle is derived.",
                                "Changing it changes every call number's text; readable by superusers only.",

@@ -15,6 +15,7 @@ extern int node_id;            // shardid.node_id, node_id_unset until configure
 extern int max_clock_lead_ms;  // shardid.max_clock_lead
 extern int clock_offset_ms;    // shardid.clock_offset_ms (testing aid)
 extern int launch_id;          // shardid.launch_id, -1 until configured
+extern int cluster_id;         // shardid.cluster_id (eight-byte ids)
 extern char* call_number_key;  // shardid.call_number_key
 extern uint64_t call_number_key_version;  // bumped whenever the key changes
 

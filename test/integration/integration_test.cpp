@@ -160,6 +160,8 @@ void test_concurrent_layouts()
     check_concurrent("next_snowflake_id()", 4, 50);
     check_concurrent("next_instagram_id(1341)", 4, 50);
     check_concurrent("next_id('twitter', 5)", 4, 25);
+    // 64 per ms per generator: time-sequential eight-byte ids read as bigints.
+    check_concurrent("eightbyte_id_to_bigint(next_eightbyte_id('time_sequential'))", 4, 10);
 }
 
 void test_concurrent_counters()
@@ -212,6 +214,20 @@ void test_concurrent_column_defaults()
     check(scalar(setup, "SELECT count(*) FROM it_orders") == 40000, "expected 40000 rows");
     check(scalar(setup, "SELECT count(DISTINCT id) FROM it_orders") == 40000, "duplicate keys");
     pqxx::nontransaction(setup).exec("DROP TABLE it_orders");
+
+    // Spread eight-byte ids as a bytea primary key, inserted from 4 connections.
+    pqxx::nontransaction(setup).exec(
+        "DROP TABLE IF EXISTS it_kv; CREATE TABLE it_kv (id bytea PRIMARY KEY DEFAULT next_eightbyte_id(), n int)");
+    in_parallel(4, [](pqxx::connection& c) {
+        for (int b = 0; b < 10; b++) {
+            pqxx::work tx(c);
+            tx.exec("INSERT INTO it_kv (n) SELECT g FROM generate_series(1, 500) g");
+            tx.commit();
+        }
+        return std::vector<int64_t>{};
+    });
+    check(scalar(setup, "SELECT count(DISTINCT id) FROM it_kv") == 20000, "eight-byte keys missing or duplicated");
+    pqxx::nontransaction(setup).exec("DROP TABLE it_kv");
 }
 
 }  // namespace
