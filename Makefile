@@ -69,3 +69,9 @@ fuzz: build/core_fuzz
 	@mkdir -p build/fuzz-corpus
 	build/core_fuzz -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 -artifact_prefix=build/ build/fuzz-corpus
 .PHONY: fuzz
+
+# --- Google Benchmark over the core ---
+build/engine_bench: $(CORE_SRCS) $(wildcard bench/*.cpp) $(wildcard src/core/*.hpp)
+	@mkdir -p build
+	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread -o $@ $(CORE_SRCS) bench/engine_bench.cpp \
+		-lbenchmark -lpthread

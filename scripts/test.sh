@@ -132,6 +132,14 @@ else
     broken integration "integration tests did not build"
 fi
 
+# --- the benchmark, in smoke mode: it must keep running ----------------------
+if out=$(bash scripts/bench.sh --smoke 2>&1) && grep -q '^## The C++ core' <<<"$out" && grep -q 'next_trace_id()' <<<"$out"; then
+    record "benchmark (smoke)" 1 0
+else
+    tail -20 <<<"$out"
+    record "benchmark (smoke)" 0 1
+fi
+
 # --- faults on real servers (restarts, crashes, clock steps) and several ---
 # --- nodes joined by logical replication -----------------------------------
 for script in test/faults/*.sh test/multinode/*.sh; do

@@ -57,7 +57,16 @@ struct Layout {
     constexpr int64_t tick_of(int64_t ms) const
     {
         const int64_t d = ms - epoch_ms;
-        return d >= 0 ? d / unit_ms : -((-d + unit_ms - 1) / unit_ms);
+        if (d >= 0) {
+            // The common units by constant division (a multiply), not a
+            // runtime 64-bit divide on the hot path.
+            if (unit_ms == 1)
+                return d;
+            if (unit_ms == 1000)
+                return d / 1000;
+            return d / unit_ms;
+        }
+        return -((-d + unit_ms - 1) / unit_ms);
     }
     constexpr int64_t ms_of_tick(int64_t tick) const { return epoch_ms + tick * unit_ms; }
 

@@ -174,7 +174,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
         } else if (!node_shard(layout, &field, &status)) {
             return false;
         }
-        SystemClock clock = wall_clock();
+        SystemClock clock = wall_clock(layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms));
         return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms);
     });
     if (!ok)

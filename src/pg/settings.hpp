@@ -19,7 +19,7 @@ extern int cluster_id;         // shardid.cluster_id (eight-byte ids)
 extern char* call_number_key;  // shardid.call_number_key
 extern uint64_t call_number_key_version;  // bumped whenever the key changes
 
-inline SystemClock wall_clock() { return SystemClock{clock_offset_ms}; }
+inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }
 
 // shardid.node_id as the shard/node field of `layout`, or a failure
 // (55000 when unset, 22003 when it does not fit the field).

@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# shardid's benchmark: prints figures, side by side with what users would
+# otherwise use, measured in the same run on this machine. Not a test: it
+# fails only if something cannot run. `--smoke` runs everything tiny (CI
+# keeps it working with that); the README's table comes from a full run.
+#   bash scripts/bench.sh [--smoke]
+set -eu
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+
+smoke=no
+[ "${1:-}" = "--smoke" ] && smoke=yes
+if [ $smoke = yes ]; then
+    N=20000; REPS=3; CAP_N=204800; INS_T=1; INS_ROUNDS=1; IDX_N=20000; MEM_N=200000; CORE_TIME=0.01
+else
+    N=500000; REPS=9; CAP_N=8192000; INS_T=5; INS_ROUNDS=3; IDX_N=1000000; MEM_N=10000000; CORE_TIME=0.5
+fi
+
+ensure_deps
+build_install
+make -s build/engine_bench >/dev/null
+
+dir=$(pg_tmpdir)
+port=55460
+trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
+cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" \
+    "max_connections = 20" "shared_buffers = '256MB'" "jit = off"
+cluster_start "$dir" "$port"
+q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -At "$@"; }
+table() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -P footer=off "$@"; }
+q -f bench/setup.sql >/dev/null
+
+echo "# shardid benchmark$( [ $smoke = yes ] && echo ' (smoke: tiny sizes, figures meaningless)')"
+echo "machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'); PostgreSQL $(q -c 'SHOW server_version'); $(date -u +%Y-%m-%d)"
+echo
+
+# --- 1. cost per ID in SQL, above the floor ----------------------------------
+uncapped="'i::bigint','clock_timestamp()','nextval(''bench_seq_cache1'')','nextval(''bench_seq_cache1000'')','gen_random_uuid()','bench_insta_next_id()','next_trace_id()','next_id(''bench_wide'', 0)','next_decimal_id()','next_call_number()'"
+capped="'next_snowflake_id()','next_instagram_id(1)'"
+q -c "CALL bench_costs(ARRAY[$uncapped, $capped], $N, $REPS)"
+echo "## Cost per ID: SELECT count(g) FROM (SELECT <expr> AS g FROM generate_series(1, $N)) s; $REPS interleaved rounds"
+table <<SQL
+WITH s AS (SELECT expr, percentile_cont(0.5) WITHIN GROUP (ORDER BY ns) AS med, min(ns) AS lo, max(ns) AS hi
+           FROM bench_cost GROUP BY expr),
+     f AS (SELECT med AS floor FROM s WHERE expr = 'i::bigint'),
+     c AS (SELECT med - floor AS clk FROM s, f WHERE expr = 'clock_timestamp()'),
+     n AS (SELECT med - floor AS nv FROM s, f WHERE expr = 'nextval(''bench_seq_cache1'')')
+SELECT expr AS "expression",
+       round(med::numeric, 1) AS "median ns/row", round(lo::numeric, 1) AS "min", round(hi::numeric, 1) AS "max",
+       round((med - floor)::numeric, 1) AS "ns/ID above floor",
+       round(((med - floor) / nullif(clk, 0))::numeric, 2) AS "x clock_timestamp()",
+       round(((med - floor) / nullif(nv, 0))::numeric, 2) AS "x nextval CACHE 1",
+       CASE WHEN expr IN ($capped) THEN 'capped: waits for the next tick' ELSE '' END AS "note"
+FROM s, f, c, n
+ORDER BY expr IN ($capped), med;
+SQL
+echo
+
+# --- 2. cap efficiency --------------------------------------------------------
+echo "## Cap efficiency in one backend ($CAP_N IDs in one statement)"
+cap_line() {  # LABEL EXPR SHIFT CAP N: IDs per ms of ID time, and per ms of statement time
+    local label=$1; shift
+    q -c "SELECT format('%-22s %9s IDs: ID time spanned %6s ms -> %5s%% of %s per ms; statement %6s ms (%s%% of the cap, generate_series included)',
+                 '$label', n, span, round(100.0 * n / span / $3, 1), $3, round(ms), round(100.0 * n / ms / $3, 1))
+          FROM (SELECT count(*) AS n, (max(id) >> $2) - (min(id) >> $2) + 1 AS span,
+                       extract(epoch FROM clock_timestamp() - t0) * 1000 AS ms
+                FROM (SELECT clock_timestamp() AS t0) t,
+                     LATERAL (SELECT $1 AS id FROM generate_series(1, $4)) g GROUP BY t0) x"
+}
+cap_line "next_snowflake_id()" "next_snowflake_id()" 22 4096 "$CAP_N"
+cap_line "next_instagram_id(1)" "next_instagram_id(1)" 23 1024 $((CAP_N / 4))
+cap_line "next_eightbyte_id()" "eightbyte_id_to_bigint(next_eightbyte_id('time_sequential'))" 22 64 $((CAP_N / 64))
+echo
+
+# --- 3. two backends at once --------------------------------------------------
+echo "## Concurrency: next_id('bench_wide', 0) (uncapped), one backend vs two at once"
+CN=$((N * 4))
+timed() { q -c "SELECT pg_sleep_until(to_timestamp($1))" -c "SELECT bench_time('next_id(''bench_wide'', 0)', $CN) * $CN / 1e6"; }
+single=(); double=()
+for r in 1 2 3; do
+    start=$(( $(date +%s) + 1 )); single+=("$(timed "$start" | tail -1)")
+    start=$(( $(date +%s) + 1 )); a=$(mktemp)
+    timed "$start" | tail -1 >"$a" & b=$(timed "$start" | tail -1); wait
+    double+=("$(python3 -c "print(max(float('$(cat "$a")'), float('$b')))")"); rm -f "$a"
+done
+python3 - "${single[@]}" "${double[@]}" $CN <<'PY'
+import statistics, sys
+a = sys.argv[1:]; n = int(a[-1]); single = [float(x) for x in a[0:3]]; double = [float(x) for x in a[3:6]]
+s, d = statistics.median(single), statistics.median(double)
+print(f"one backend: {n} IDs in {s:.0f} ms = {n / s / 1000:.2f} M IDs/s; two backends started together: "
+      f"{2 * n} IDs, the slower done in {d:.0f} ms = {2 * n / d / 1000:.2f} M IDs/s; ratio {2 * n / d / (n / s):.2f}x")
+PY
+echo
+
+# --- 4. inserts ----------------------------------------------------------------
+echo "## INSERT throughput: pgbench, 1 client, single-row INSERTs, ${INS_T} s x ${INS_ROUNDS} interleaved rounds (median tps)"
+script=$(mktemp); chmod 644 "$script"
+declare -A tps
+for round in $(seq 1 $INS_ROUNDS); do
+    for t in identity uuid snowflake trace; do
+        echo "INSERT INTO bench_$t (payload) VALUES ('payload');" >"$script"
+        v=$("$PG_BIN/pgbench" -n -h "$dir" -p "$port" -U postgres -c 1 -T "$INS_T" -f "$script" postgres 2>/dev/null \
+            | awk '/^tps/ {print $3; exit}')
+        tps[$t]="${tps[$t]:-} $v"
+    done
+done
+rm -f "$script"
+python3 - "${tps[identity]}" "${tps[uuid]}" "${tps[snowflake]}" "${tps[trace]}" <<'PY'
+import statistics, sys
+names = ["identity (bigint)", "gen_random_uuid() (uuid)", "next_snowflake_id()", "next_trace_id()"]
+med = [statistics.median(float(x) for x in arg.split()) for arg in sys.argv[1:]]
+for n, m in zip(names, med):
+    print(f"  {n:28s} {m:10.0f} tps   {m / med[0]:.3f}x identity")
+PY
+echo
+echo "## Primary-key index size after $IDX_N rows (one by one, and in bulk)"
+q <<SQL
+CREATE TABLE i_identity (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text);
+CREATE TABLE i_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), payload text);
+CREATE TABLE i_snowflake (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), payload text);
+CREATE TABLE b_identity (LIKE i_identity INCLUDING ALL);
+CREATE TABLE b_uuid (LIKE i_uuid INCLUDING ALL);
+CREATE TABLE b_snowflake (LIKE i_snowflake INCLUDING ALL);
+DO \$\$ BEGIN
+  FOR i IN 1..$IDX_N LOOP
+    INSERT INTO i_identity (payload) VALUES ('p'); INSERT INTO i_uuid (payload) VALUES ('p');
+    INSERT INTO i_snowflake (payload) VALUES ('p');
+  END LOOP;
+END \$\$;
+INSERT INTO b_identity (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
+INSERT INTO b_uuid (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
+INSERT INTO b_snowflake (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
+SQL
+table -c "
+SELECT k AS \"key\", pg_size_pretty(one) AS \"one by one\", round(one::numeric / id_one, 3) AS \"x identity\",
+       pg_size_pretty(bulk) AS \"bulk\", round(bulk::numeric / id_bulk, 3) AS \"x identity \"
+FROM (SELECT k, pg_relation_size('i_' || k || '_pkey') AS one, pg_relation_size('b_' || k || '_pkey') AS bulk,
+             pg_relation_size('i_identity_pkey') AS id_one, pg_relation_size('b_identity_pkey') AS id_bulk
+      FROM unnest(ARRAY['identity', 'uuid', 'snowflake']) k) s"
+echo
+
+# --- 5. memory -----------------------------------------------------------------
+echo "## Memory"
+q -c "SELECT 'shared memory: ' || name || ' ' || size || ' bytes' FROM pg_shmem_allocations WHERE name = 'shardid'"
+python3 - "$dir" "$port" "$MEM_N" <<'PY'
+import subprocess, sys, time
+dir_, port, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+exprs = ["i::bigint", "next_trace_id()", "next_id('bench_wide', 0)", "next_call_number()",
+         "next_eightbyte_id('time_sequential')", "next_decimal_id()"]
+def hwm(pid):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmHWM"):
+            return int(line.split()[1])
+for e in exprs:
+    p = subprocess.Popen(["psql", "-X", "-q", "-At", "-h", dir_, "-p", port, "-U", "postgres", "-d", "postgres"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    def ask(sql):
+        p.stdin.write(sql + ";\n\\echo __done__\n"); p.stdin.flush()
+        out = []
+        while True:
+            line = p.stdout.readline().strip()
+            if line == "__done__":
+                return out
+            out.append(line)
+    pid = int(ask("SELECT pg_backend_pid()")[0])
+    ask(f"SELECT count({e}) FROM generate_series(1, 100000) i")   # warm up
+    before = hwm(pid)
+    ask(f"SELECT count({e}) FROM generate_series(1, {n}) i")
+    after = hwm(pid)
+    p.stdin.close(); p.wait()
+    print(f"  {e:40s} peak RSS of the backend over {n} calls in one statement: +{after - before} kB")
+PY
+echo
+
+# --- 6. the pure C++ engine ---------------------------------------------------
+echo "## The C++ core under Google Benchmark"
+build/engine_bench --benchmark_min_time=$CORE_TIME 2>/dev/null | grep -E '^BM_'
