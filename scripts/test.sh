@@ -98,7 +98,7 @@ run_regress() {  # NAME CONF TESTS...
     fi
     record "pg_regress ($name)" "$ok" "$bad"
 }
-run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte
+run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- integration tests (libpqxx, real servers) -----------------------------
@@ -142,7 +142,7 @@ fi
 
 # --- faults on real servers (restarts, crashes, clock steps) and several ---
 # --- nodes joined by logical replication -----------------------------------
-for script in test/faults/*.sh test/multinode/*.sh; do
+for script in test/faults/*.sh test/multinode/*.sh test/random/*.sh; do
     out=$(bash "$script" 2>&1)
     grep -E '^(PASS|FAIL)' <<<"$out"
     ok=$(grep -c '^PASS' <<<"$out")

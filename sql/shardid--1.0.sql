@@ -285,3 +285,79 @@ CREATE FUNCTION eightbyte_id_to_bigint(id bytea) RETURNS bigint
 CREATE FUNCTION eightbyte_id_from_bigint(id bigint) RETURNS bytea
     AS 'MODULE_PATHNAME', 'shardid_eightbyte_id_from_bigint'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
+-- Keyed permutations (SPEC 2.7) and the key ring
+
+CREATE TABLE shardid_key (
+    name       text PRIMARY KEY CHECK (name ~ '^[a-z0-9_]{1,63}$'),
+    secret     bytea NOT NULL CHECK (length(secret) = 16),
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE shardid_key IS
+    'secrets of obfuscate_id/reveal_id and of the call-number shuffle; superusers only; dumped by pg_dump';
+REVOKE ALL ON shardid_key FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('shardid_key', '');
+CREATE FUNCTION shardid_key_ring_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'shardid_key_ring_changed'
+    LANGUAGE C;
+CREATE TRIGGER shardid_key_ring_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_key
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_key_ring_changed();
+
+CREATE FUNCTION shardid_random_key() RETURNS bytea
+    AS 'MODULE_PATHNAME', 'shardid_random_key'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION shardid_random_key() FROM PUBLIC;
+
+CREATE FUNCTION create_obfuscation_key(name text, secret bytea DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = @extschema@, pg_temp
+    AS $$
+BEGIN
+    IF secret IS NOT NULL AND length(secret) <> 16 THEN
+        RAISE EXCEPTION 'an obfuscation key is 16 bytes, not %', length(secret)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Leave secret out to get a random one.';
+    END IF;
+    IF name IS NULL OR name !~ '^[a-z0-9_]{1,63}$' THEN
+        RAISE EXCEPTION 'invalid key name "%"', name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Key names are 1 to 63 characters: lowercase letters, digits and ''_''.';
+    END IF;
+    INSERT INTO shardid_key (name, secret) VALUES (name, coalesce(secret, shardid_random_key()));
+EXCEPTION WHEN unique_violation THEN
+    RAISE EXCEPTION 'obfuscation key "%" already exists', name
+        USING ERRCODE = 'duplicate_object',
+              DETAIL = 'Replacing a key would make every ID obfuscated with it unreadable.',
+              HINT = 'Create a key with a new name and switch to it; keep the old one for reveal_id.';
+END $$;
+REVOKE EXECUTE ON FUNCTION create_obfuscation_key(text, bytea) FROM PUBLIC;
+
+CREATE FUNCTION drop_obfuscation_key(name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = @extschema@, pg_temp
+    AS $$
+BEGIN
+    DELETE FROM shardid_key k WHERE k.name = drop_obfuscation_key.name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'obfuscation key "%" does not exist', name USING ERRCODE = 'undefined_object';
+    END IF;
+END $$;
+REVOKE EXECUTE ON FUNCTION drop_obfuscation_key(text) FROM PUBLIC;
+
+CREATE FUNCTION obfuscate_id(id bigint, key_name text DEFAULT 'default', domain_bits integer DEFAULT 63)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_obfuscate_id'
+    LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION obfuscate_id(bigint, text, integer) IS
+    'keyed permutation of 1..2^domain_bits-1: hides order and volume; not encryption';
+CREATE FUNCTION reveal_id(id bigint, key_name text DEFAULT 'default', domain_bits integer DEFAULT 63)
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_reveal_id'
+    LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION reveal_id(bigint, text, integer) IS 'the inverse of obfuscate_id with the same key and domain';
+CREATE FUNCTION next_opaque_id(layout text DEFAULT 'snowflake', key_name text DEFAULT 'default') RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_next_opaque_id'
+    LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+COMMENT ON FUNCTION next_opaque_id(text, text) IS
+    'a fresh ID of the layout, obfuscated: reveal_id gives back the time-ordered ID';

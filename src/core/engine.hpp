@@ -64,8 +64,8 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
 {
     const uint64_t sequence_max = layout.sequence_max();
     uint64_t last = slot.last.load(std::memory_order_acquire);
+    int64_t now = clock.now_ms();
     for (;;) {
-        const int64_t now = clock.now_ms();
         const int64_t wall = layout.tick_of(now);
         if (wall < 0) {
             *status = Status::fail(Error::out_of_range, "the clock is before the %s epoch", layout.name)
@@ -88,6 +88,7 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             wait_for_tick(layout, clock, wall + 1, wall);
             slot.waits.fetch_add(1, std::memory_order_relaxed);
             last = slot.last.load(std::memory_order_acquire);
+            now = clock.now_ms();
             continue;
         } else {
             tick = last_tick + 1;
@@ -123,7 +124,12 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
                 *tick_ms = layout.ms_of_tick(int64_t(tick));
             return true;
         }
-        // `last` now holds the current word; try again with a fresh clock reading.
+        // Another backend got there first; `last` now holds its word. Its
+        // tick is ours (contention within a tick, the common case): retry
+        // with the same clock reading. A newer tick: read the clock again,
+        // so a stale reading never looks like a clock that stepped back.
+        if (layout.packed_tick(last) > uint64_t(wall))
+            now = clock.now_ms();
     }
 }
 

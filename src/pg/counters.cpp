@@ -17,6 +17,7 @@ extern "C" {
 #include "core/callnum.hpp"
 #include "core/decimal.hpp"
 #include "pg/guard.hpp"
+#include "pg/keys.hpp"
 #include "pg/layouts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
@@ -51,14 +52,20 @@ int64 take_from_sequence(FunctionCallInfo fcinfo, const char* sequence)
 
 DecimalState* decimal = nullptr;
 
-const BitShuffle& call_shuffle()
+// The bit shuffle of the key-ring key named by shardid.call_number_key,
+// rebuilt only when that secret changes.
+const BitShuffle& call_shuffle(FunctionCallInfo fcinfo)
 {
     static BitShuffle shuffle;
-    static uint64_t version = UINT64_MAX;
-    if (version != call_number_key_version) {
-        const char* key = call_number_key ? call_number_key : "";
-        shuffle = BitShuffle::from_key(key, strlen(key));
-        version = call_number_key_version;
+    static uint8_t shuffle_secret[16];
+    static bool built = false;
+    const char* name = call_number_key ? call_number_key : "default";
+    uint8_t secret[16];
+    key_secret(fcinfo, name, int(strlen(name)), secret);
+    if (!built || memcmp(secret, shuffle_secret, 16) != 0) {
+        shuffle = BitShuffle::from_key(reinterpret_cast<const char*>(secret), 16);
+        memcpy(shuffle_secret, secret, 16);
+        built = true;
     }
     return shuffle;
 }
@@ -129,9 +136,10 @@ extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
         next_sequence = 0;
     }
     const int64 sequence = next_sequence++;
+    const BitShuffle& shuffle = call_shuffle(fcinfo);
     char out[call_chars + 1];
     Status status;
-    if (!guarded(status, [&] { return call_number_compose(call_shuffle(), 0, run_id, sequence, out, &status); }))
+    if (!guarded(status, [&] { return call_number_compose(shuffle, 0, run_id, sequence, out, &status); }))
         raise(status);
     PG_RETURN_DATUM(text_datum(out));
 }
@@ -141,9 +149,10 @@ extern "C" Datum shardid_call_number_compose(PG_FUNCTION_ARGS)
     const int32 version = PG_GETARG_INT32(0);
     const int32 run = PG_GETARG_INT32(1);
     const int32 sequence = PG_GETARG_INT32(2);
+    const BitShuffle& shuffle = call_shuffle(fcinfo);
     char out[call_chars + 1];
     Status status;
-    if (!guarded(status, [&] { return call_number_compose(call_shuffle(), version, run, sequence, out, &status); }))
+    if (!guarded(status, [&] { return call_number_compose(shuffle, version, run, sequence, out, &status); }))
         raise(status);
     PG_RETURN_DATUM(text_datum(out));
 }
@@ -153,9 +162,10 @@ extern "C" Datum shardid_call_number_decode(PG_FUNCTION_ARGS)
     text* arg = PG_GETARG_TEXT_PP(0);
     const char* s = VARDATA_ANY(arg);
     const size_t len = VARSIZE_ANY_EXHDR(arg);
+    const BitShuffle& shuffle = call_shuffle(fcinfo);
     CallParts parts{};
     Status status;
-    if (!guarded(status, [&] { return call_number_decode(call_shuffle(), s, len, &parts, &status); }))
+    if (!guarded(status, [&] { return call_number_decode(shuffle, s, len, &parts, &status); }))
         raise(status);
     Datum values[3] = {Int32GetDatum(int32(parts.version)), Int32GetDatum(int32(parts.run_id)),
                        Int32GetDatum(int32(parts.sequence))};

@@ -22,12 +22,6 @@ int clock_offset_ms = 0;
 int launch_id = -1;
 int cluster_id = 0;
 char* call_number_key = nullptr;
-uint64_t call_number_key_version = 0;
-
-static void call_number_key_changed(const char*, void*)
-{
-    call_number_key_version++;
-}
 
 bool node_shard(const Layout& layout, uint64_t* shard, Status* status)
 {
@@ -75,10 +69,9 @@ void _PG_init(void)
     DefineCustomIntVariable("shardid.cluster_id", "Cluster id in eight-byte ids (0..15).", NULL, &cluster_id, 0, 0, 15,
                             PGC_SUSET, 0, NULL, NULL, NULL);
     DefineCustomStringVariable("shardid.call_number_key",
-                               "Key from which the call-number bit shuffle is derived.",
-                               "Changing it changes every call number's text; readable by superusers only.",
-                               &call_number_key, "shardid-default-call-number-key", PGC_SUSET, GUC_SUPERUSER_ONLY,
-                               NULL, call_number_key_changed, NULL);
+                               "Name of the key-ring key from which the call-number bit shuffle is derived.",
+                               "Changing it changes every call number's text.", &call_number_key, "default",
+                               PGC_SUSET, 0, NULL, NULL, NULL);
     MarkGUCPrefixReserved("shardid");
 
     shardid::pg::shmem_init();

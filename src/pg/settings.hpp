@@ -16,8 +16,7 @@ extern int max_clock_lead_ms;  // shardid.max_clock_lead
 extern int clock_offset_ms;    // shardid.clock_offset_ms (testing aid)
 extern int launch_id;          // shardid.launch_id, -1 until configured
 extern int cluster_id;         // shardid.cluster_id (eight-byte ids)
-extern char* call_number_key;  // shardid.call_number_key
-extern uint64_t call_number_key_version;  // bumped whenever the key changes
+extern char* call_number_key;  // shardid.call_number_key: a key-ring name
 
 inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }
 

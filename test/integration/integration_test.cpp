@@ -195,6 +195,23 @@ void test_concurrent_counters()
     check(dups == 0, std::to_string(dups) + " duplicate call numbers");
 }
 
+// A key dropped and made again in one session is not used stale by
+// another session that had it cached.
+void test_key_rotation_reaches_other_sessions()
+{
+    pqxx::connection admin(dsn), user(dsn);
+    pqxx::nontransaction(admin).exec(
+        "DROP TABLE IF EXISTS it_k; SELECT drop_obfuscation_key(name) FROM shardid_key WHERE name = 'it_rot'; "
+        "SELECT create_obfuscation_key('it_rot', '\\x00112233445566778899aabbccddeeff')");
+    const int64_t before = scalar(user, "SELECT obfuscate_id(42, 'it_rot')");  // cached in `user` now
+    pqxx::nontransaction(admin).exec("SELECT drop_obfuscation_key('it_rot'); "
+                                     "SELECT create_obfuscation_key('it_rot', '\\xffeeddccbbaa99887766554433221100')");
+    const int64_t expected = scalar(admin, "SELECT obfuscate_id(42, 'it_rot')");
+    const int64_t after = scalar(user, "SELECT obfuscate_id(42, 'it_rot')");
+    check(before != expected, "the two keys gave the same output");
+    check(after == expected, "another session kept using the dropped key");
+}
+
 void test_concurrent_column_defaults()
 {
     pqxx::connection setup(dsn);
@@ -252,5 +269,6 @@ int main()
     run("concurrent_column_defaults", test_concurrent_column_defaults);
     run("concurrent_snowflake_instagram_twitter", test_concurrent_layouts);
     run("concurrent_decimal_ids_and_call_numbers", test_concurrent_counters);
+    run("key_rotation_reaches_other_sessions", test_key_rotation_reaches_other_sessions);
     return n_failed == 0 ? 0 : 1;
 }

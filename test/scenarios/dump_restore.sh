@@ -21,6 +21,9 @@ CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT next_id('orders_layout', 3), 
 CREATE TABLE visits (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), page text);
 INSERT INTO orders (item) SELECT 'item ' || g FROM generate_series(1, 1000) g;
 INSERT INTO visits (page) SELECT 'page ' || g FROM generate_series(1, 1000) g;
+SELECT create_obfuscation_key('public_ids');
+CREATE TABLE published AS SELECT id, obfuscate_id(id, 'public_ids') AS public_id,
+                                 obfuscate_id(id) AS default_public_id FROM orders;
 SQL
 pg_dump -Fc -d dump_src -f "$dump" || echo "FAIL pg_dump"
 pg_restore -d dump_dst "$dump" || echo "FAIL pg_restore"
@@ -39,4 +42,7 @@ FROM before b;
 SQL
 )
 check restored_defaults_generate_above_restored_ids "100|100|1100|3-3" "$out"
+check dump_restore_keeps_obfuscation_keys "1000|1000" \
+    "$(q -d dump_dst -c "SELECT count(*) FILTER (WHERE reveal_id(public_id, 'public_ids') = id),
+                                count(*) FILTER (WHERE reveal_id(default_public_id) = id) FROM published")"
 q -d postgres -c "DROP DATABASE dump_src" -c "DROP DATABASE dump_dst"

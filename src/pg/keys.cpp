@@ -1,0 +1,192 @@
+// The key ring (table shardid_key, unreadable by ordinary roles) and the
+// functions that use it: obfuscate_id, reveal_id, next_opaque_id, and the
+// call-number shuffle's key.
+#include <cstring>
+
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type_d.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/syscache.h"
+}
+
+#include "core/permute.hpp"
+#include "core/schemes.hpp"
+#include "pg/guard.hpp"
+#include "pg/keys.hpp"
+#include "pg/layouts.hpp"
+
+using namespace shardid;
+using namespace shardid::pg;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_obfuscate_id);
+PG_FUNCTION_INFO_V1(shardid_reveal_id);
+PG_FUNCTION_INFO_V1(shardid_next_opaque_id);
+PG_FUNCTION_INFO_V1(shardid_random_key);
+PG_FUNCTION_INFO_V1(shardid_key_ring_changed);
+}
+
+namespace shardid::pg {
+
+namespace {
+
+constexpr int max_keys = 32;
+struct CachedKey {
+    char name[64];
+    uint8_t secret[16];
+};
+CachedKey keys[max_keys];
+int n_keys = 0;
+bool callback_registered = false;
+
+void forget_keys(Datum, Oid)
+{
+    n_keys = 0;
+}
+
+// Reads (and for 'default', creates on first use) a key, as the owner of
+// the key ring, since the caller may not read it.
+bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
+{
+    const Oid relid = get_relname_relid("shardid_key", nsp);
+    if (!OidIsValid(relid))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("the shardid key ring is missing"),
+                        errhint("Reinstall the extension.")));
+    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for relation %u", relid);
+    const Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+    ReleaseSysCache(tup);
+
+    const char* schema = quote_identifier(get_namespace_name(nsp));
+    const char* select = psprintf("SELECT secret FROM %s.shardid_key WHERE name = $1", schema);
+    Oid argtypes[1] = {TEXTOID};
+    Datum args[1] = {PointerGetDatum(cstring_to_text_with_len(name, len))};
+
+    Oid save_user;
+    int save_sec;
+    GetUserIdAndSecContext(&save_user, &save_sec);
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    SPI_connect();
+    bool found = false;
+    for (int attempt = 0; attempt < 2 && !found; attempt++) {
+        if (SPI_execute_with_args(select, 1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+            elog(ERROR, "could not read the shardid key ring");
+        if (SPI_processed == 1) {
+            bool isnull;
+            bytea* b = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+            if (!isnull && VARSIZE_ANY_EXHDR(b) == 16) {
+                memcpy(secret, VARDATA_ANY(b), 16);
+                found = true;
+            }
+        } else if (attempt == 0 && len == 7 && memcmp(name, "default", 7) == 0) {
+            // The default key is made on first use (not by CREATE EXTENSION,
+            // so that pg_dump carries it like any other key).
+            const char* insert = psprintf("INSERT INTO %s.shardid_key (name, secret) VALUES ('default', "
+                                          "%s.shardid_random_key()) ON CONFLICT (name) DO NOTHING",
+                                          schema, schema);
+            SPI_execute(insert, false, 0);
+            CommandCounterIncrement();
+        }
+    }
+    SPI_finish();
+    SetUserIdAndSecContext(save_user, save_sec);
+    return found;
+}
+
+}  // namespace
+
+void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
+{
+    for (int i = 0; i < n_keys; i++)
+        if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
+            memcpy(secret, keys[i].secret, 16);
+            return;
+        }
+    if (!callback_registered) {
+        CacheRegisterRelcacheCallback(forget_keys, (Datum)0);
+        callback_registered = true;
+    }
+    if (len > 63 || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
+                        errmsg("obfuscation key \"%.*s\" does not exist", len > 63 ? 63 : len, name),
+                        errhint("A superuser creates keys with create_obfuscation_key().")));
+    if (n_keys == max_keys)
+        n_keys = 0;
+    memcpy(keys[n_keys].name, name, len);
+    keys[n_keys].name[len] = '\0';
+    memcpy(keys[n_keys].secret, secret, 16);
+    n_keys++;
+}
+
+}  // namespace shardid::pg
+
+namespace {
+
+PermutationKey key_arg(FunctionCallInfo fcinfo, int argno)
+{
+    text* t = PG_GETARG_TEXT_PP(argno);
+    uint8_t secret[16];
+    key_secret(fcinfo, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), secret);
+    return PermutationKey::from_bytes(secret);
+}
+
+Datum permute(FunctionCallInfo fcinfo, bool inverse)
+{
+    const int64 value = PG_GETARG_INT64(0);
+    const int32 bits = PG_GETARG_INT32(2);
+    Status status;
+    if (!guarded(status, [&] { return permute_check(value, bits, &status); }))
+        raise(status);
+    const PermutationKey key = key_arg(fcinfo, 1);
+    uint64_t out = 0;
+    if (!guarded(status, [&] {
+            out = inverse ? permute_inverse(key, uint64_t(value), bits) : permute_forward(key, uint64_t(value), bits);
+            return true;
+        }))
+        raise(status);
+    PG_RETURN_INT64(int64(out));
+}
+
+}  // namespace
+
+extern "C" Datum shardid_obfuscate_id(PG_FUNCTION_ARGS) { return permute(fcinfo, false); }
+extern "C" Datum shardid_reveal_id(PG_FUNCTION_ARGS) { return permute(fcinfo, true); }
+
+extern "C" Datum shardid_next_opaque_id(PG_FUNCTION_ARGS)
+{
+    LayoutEntry& e = layout_arg(fcinfo, 0);
+    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, -1));
+    const PermutationKey key = key_arg(fcinfo, 1);
+    PG_RETURN_INT64(int64(permute_forward(key, uint64_t(id), 63)));
+}
+
+extern "C" Datum shardid_random_key(PG_FUNCTION_ARGS)
+{
+    bytea* out = static_cast<bytea*>(palloc(VARHDRSZ + 16));
+    SET_VARSIZE(out, VARHDRSZ + 16);
+    if (!pg_strong_random(VARDATA(out), 16))
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate a random key")));
+    PG_RETURN_BYTEA_P(out);
+}
+
+// Statement trigger on the key ring: row changes send no cache
+// invalidation by themselves, so send one, and every backend (this one
+// included) forgets the keys it cached.
+extern "C" Datum shardid_key_ring_changed(PG_FUNCTION_ARGS)
+{
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("shardid_key_ring_changed() must be called as a trigger")));
+    CacheInvalidateRelcache(reinterpret_cast<TriggerData*>(fcinfo->context)->tg_relation);
+    return PointerGetDatum(NULL);
+}
