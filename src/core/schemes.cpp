@@ -114,6 +114,52 @@ bool layout_min_id(const Layout& layout, int64_t unix_ms, int64_t* id, Status* s
     return true;
 }
 
+void layout_range_ids(const Layout& layout, bool has_lower, int64_t lower_ms, bool has_upper, int64_t upper_ms,
+                      int64_t* min_id, int64_t* max_id)
+{
+    const int64_t last_tick = int64_t(layout.time_max());
+    *min_id = 1;
+    *max_id = int64_t(layout.compose(uint64_t(last_tick), layout.shard_max(), layout.sequence_max()));
+    if (has_lower && lower_ms >= layout.epoch_ms) {
+        const int64_t tick = layout.tick_of(lower_ms);
+        if (tick > last_tick) {  // after the layout's end: nothing
+            *min_id = 1, *max_id = 0;
+            return;
+        }
+        *min_id = int64_t(layout.compose(uint64_t(tick), 0, 0));
+    }
+    if (has_upper) {
+        if (upper_ms < layout.epoch_ms) {
+            *max_id = 0;  // before the layout's start: nothing
+        } else {
+            const int64_t tick = layout.tick_of(upper_ms);
+            if (tick < last_tick)
+                *max_id = int64_t(layout.compose(uint64_t(tick), layout.shard_max(), layout.sequence_max()));
+        }
+    }
+}
+
+void trace_range_ids(bool has_lower, int64_t lower_ms, bool has_upper, int64_t upper_ms, int64_t* min_id,
+                     int64_t* max_id)
+{
+    *min_id = 1;
+    *max_id = INT64_MAX;
+    if (!has_lower || !has_upper)
+        return;
+    const int64_t lower_s = lower_ms >= 0 ? lower_ms / 1000 : -((-lower_ms + 999) / 1000);
+    const int64_t upper_s = upper_ms >= 0 ? upper_ms / 1000 : -((-upper_ms + 999) / 1000);
+    const int64_t period = int64_t(trace_layout.time_max()) + 1;
+    if (upper_s < lower_s) {
+        *min_id = 1, *max_id = 0;
+        return;
+    }
+    const uint64_t lo = uint64_t(lower_s) & trace_layout.time_max(), hi = uint64_t(upper_s) & trace_layout.time_max();
+    if (upper_s - lower_s >= period || lo > hi)
+        return;  // crosses a wrap: no single ID range
+    *min_id = int64_t(trace_layout.compose(lo, 0, 1));
+    *max_id = int64_t(trace_layout.compose(hi, trace_layout.shard_max(), trace_layout.sequence_max()));
+}
+
 bool trace_decode(int64_t id, int64_t near_unix_s, TraceParts* out, Status* status)
 {
     if (id <= 0) {

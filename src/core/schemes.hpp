@@ -54,6 +54,18 @@ bool layout_compose(const Layout& layout, int64_t unix_ms, int64_t shard, int64_
 // epoch give 0; times past the layout's last tick are an error.
 bool layout_min_id(const Layout& layout, int64_t unix_ms, int64_t* id, Status* status);
 
+// The IDs a layout can issue within a time range, as one inclusive range
+// of IDs [*min_id, *max_id] (empty when *min_id > *max_id). Whole ticks:
+// an ID range is a superset, to be rechecked against the exact times.
+// has_lower/has_upper false: unbounded on that side.
+void layout_range_ids(const Layout& layout, bool has_lower, int64_t lower_ms, bool has_upper, int64_t upper_ms,
+                      int64_t* min_id, int64_t* max_id);
+
+// The same for TraceId, whose 25-bit time wraps: a range that crosses a
+// wrap (or is unbounded) gives every TraceId, 1 .. 2^63 - 1.
+void trace_range_ids(bool has_lower, int64_t lower_ms, bool has_upper, int64_t upper_ms, int64_t* min_id,
+                     int64_t* max_id);
+
 struct TraceParts {
     int64_t unix_s;    // creation time, seconds since the Unix epoch
     uint32_t node_no;

@@ -155,3 +155,34 @@ TEST(Layouts, MinIdIsTheFirstIdOfTheTick)
     EXPECT_EQ(id, int64_t(2) << 8) << "floored to its one-second tick";
     EXPECT_FALSE(layout_min_id(secs, secs.ms_of_tick(int64_t(1) << 30), &id, &st));
 }
+
+TEST(Layouts, RangeIdsCoverExactlyTheTicksOfTheRange)
+{
+    int64_t lo = 0, hi = 0;
+    const int64_t e = snowflake_layout.epoch_ms;
+    layout_range_ids(snowflake_layout, true, e + 10, true, e + 20, &lo, &hi);
+    EXPECT_EQ(lo, int64_t(10) << 22);
+    EXPECT_EQ(hi, (int64_t(21) << 22) - 1);
+    layout_range_ids(snowflake_layout, false, 0, false, 0, &lo, &hi);
+    EXPECT_EQ(lo, 1);
+    EXPECT_EQ(hi, INT64_MAX);
+    layout_range_ids(snowflake_layout, true, 0, true, e - 1, &lo, &hi);
+    EXPECT_GT(lo, hi) << "entirely before the epoch: empty";
+    layout_range_ids(snowflake_layout, true, e + (int64_t(1) << 41), false, 0, &lo, &hi);
+    EXPECT_GT(lo, hi) << "entirely after the end: empty";
+}
+
+TEST(Layouts, TraceRangeIdsWithinAWrapPeriod)
+{
+    int64_t lo = 0, hi = 0;
+    const int64_t s = 1795000000;
+    trace_range_ids(true, s * 1000, true, s * 1000 + 5999, &lo, &hi);
+    EXPECT_EQ(lo, int64_t(trace_layout.compose(uint64_t(s), 0, 1)));
+    EXPECT_EQ(hi, int64_t(trace_layout.compose(uint64_t(s + 5), 65535, trace_layout.sequence_max())));
+    const int64_t wrap = (s | ((int64_t(1) << 25) - 1)) + 1;  // a second whose low 25 bits are 0
+    trace_range_ids(true, (wrap - 10) * 1000, true, (wrap + 10) * 1000, &lo, &hi);
+    EXPECT_EQ(lo, 1);
+    EXPECT_EQ(hi, INT64_MAX) << "crosses the wrap: every TraceId";
+    trace_range_ids(true, 0, false, 0, &lo, &hi);
+    EXPECT_EQ(hi, INT64_MAX);
+}

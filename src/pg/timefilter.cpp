@@ -1,0 +1,216 @@
+// Time filters that plan as index range scans: id_created_within() and its
+// per-scheme forms, with a planner support function that turns them into
+// "id >= <first ID of the range> AND id <= <last ID of the range>" on a
+// btree index of the ID (lossy: the predicate stays as a recheck, so the
+// bounds of the range, inclusive or not, are exact).
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "access/stratnum.h"
+#include "access/xact.h"
+#include "catalog/pg_collation_d.h"
+#include "catalog/pg_opfamily_d.h"
+#include "catalog/pg_type_d.h"
+#include "nodes/makefuncs.h"
+#include "nodes/nodeFuncs.h"
+#include "nodes/supportnodes.h"
+#include "optimizer/optimizer.h"
+#include "parser/parse_func.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rangetypes.h"
+#include "utils/typcache.h"
+}
+
+#include "core/schemes.hpp"
+#include "pg/layouts.hpp"
+#include "pg/timeconv.hpp"
+
+using namespace shardid;
+using namespace shardid::pg;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_id_created_within);
+PG_FUNCTION_INFO_V1(shardid_snowflake_created_within);
+PG_FUNCTION_INFO_V1(shardid_instagram_created_within);
+PG_FUNCTION_INFO_V1(shardid_trace_id_created_within);
+PG_FUNCTION_INFO_V1(shardid_id_range_min);
+PG_FUNCTION_INFO_V1(shardid_id_range_max);
+PG_FUNCTION_INFO_V1(shardid_trace_id_range_min);
+PG_FUNCTION_INFO_V1(shardid_trace_id_range_max);
+PG_FUNCTION_INFO_V1(shardid_created_within_support);
+}
+
+namespace {
+
+struct Period {
+    RangeType* range;
+    TypeCacheEntry* typcache;
+    bool empty, has_lower, has_upper;
+    int64 lower_ms, upper_ms;
+};
+
+Period period_arg(FunctionCallInfo fcinfo, int argno)
+{
+    Period p{};
+    p.range = PG_GETARG_RANGE_P(argno);
+    p.typcache = lookup_type_cache(RangeTypeGetOid(p.range), TYPECACHE_RANGE_INFO);
+    RangeBound lower, upper;
+    range_deserialize(p.typcache, p.range, &lower, &upper, &p.empty);
+    p.has_lower = !p.empty && !lower.infinite;
+    p.has_upper = !p.empty && !upper.infinite;
+    if (p.has_lower)
+        p.lower_ms = unix_ms_of(DatumGetTimestampTz(lower.val), "period");
+    if (p.has_upper)
+        p.upper_ms = unix_ms_of(DatumGetTimestampTz(upper.val), "period");
+    return p;
+}
+
+// Is the ID (of the layout) created within the period? IDs the layout
+// cannot have issued are not.
+Datum layout_within(FunctionCallInfo fcinfo, const Layout& layout, int id_arg, int period_arg_no)
+{
+    const int64 id = PG_GETARG_INT64(id_arg);
+    const Period p = period_arg(fcinfo, period_arg_no);
+    Decoded d{};
+    Status status;
+    if (p.empty || !layout_decode(layout, id, &d, &status))
+        PG_RETURN_BOOL(false);
+    const Datum created = TimestampTzGetDatum(timestamptz_of_unix_ms(d.unix_ms));
+    PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, created));
+}
+
+Datum range_bound(FunctionCallInfo fcinfo, const Layout* layout, int period_arg_no, bool want_max)
+{
+    const Period p = period_arg(fcinfo, period_arg_no);
+    int64_t lo = 1, hi = 0;
+    if (!p.empty) {
+        if (layout)
+            layout_range_ids(*layout, p.has_lower, p.lower_ms, p.has_upper, p.upper_ms, &lo, &hi);
+        else
+            trace_range_ids(p.has_lower, p.lower_ms, p.has_upper, p.upper_ms, &lo, &hi);
+    }
+    PG_RETURN_INT64(want_max ? hi : lo);
+}
+
+}  // namespace
+
+extern "C" Datum shardid_id_created_within(PG_FUNCTION_ARGS)
+{
+    return layout_within(fcinfo, layout_arg(fcinfo, 0).layout, 1, 2);
+}
+extern "C" Datum shardid_snowflake_created_within(PG_FUNCTION_ARGS)
+{
+    return layout_within(fcinfo, snowflake_layout, 0, 1);
+}
+extern "C" Datum shardid_instagram_created_within(PG_FUNCTION_ARGS)
+{
+    return layout_within(fcinfo, instagram_layout, 0, 1);
+}
+
+// TraceId: its time is resolved near the period's end (or now(), when the
+// period has no end).
+extern "C" Datum shardid_trace_id_created_within(PG_FUNCTION_ARGS)
+{
+    const int64 id = PG_GETARG_INT64(0);
+    const Period p = period_arg(fcinfo, 1);
+    const int64 near_ms = p.has_upper ? p.upper_ms : unix_ms_of(GetCurrentTransactionStartTimestamp(), "now");
+    TraceParts parts{};
+    Status status;
+    if (p.empty || !trace_decode(id, near_ms / 1000, &parts, &status))
+        PG_RETURN_BOOL(false);
+    const Datum created = TimestampTzGetDatum(timestamptz_of_unix_ms(parts.unix_s * 1000));
+    PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, created));
+}
+
+extern "C" Datum shardid_id_range_min(PG_FUNCTION_ARGS)
+{
+    return range_bound(fcinfo, &layout_arg(fcinfo, 0).layout, 1, false);
+}
+extern "C" Datum shardid_id_range_max(PG_FUNCTION_ARGS)
+{
+    return range_bound(fcinfo, &layout_arg(fcinfo, 0).layout, 1, true);
+}
+extern "C" Datum shardid_trace_id_range_min(PG_FUNCTION_ARGS) { return range_bound(fcinfo, nullptr, 0, false); }
+extern "C" Datum shardid_trace_id_range_max(PG_FUNCTION_ARGS) { return range_bound(fcinfo, nullptr, 0, true); }
+
+namespace {
+
+// A call of the bound function `name` of the predicate's schema.
+Expr* bound_call(Oid nsp, const char* name, List* args)
+{
+    Oid argtypes[2];
+    int nargs = 0;
+    ListCell* lc;
+    foreach (lc, args)
+        argtypes[nargs++] = exprType(static_cast<Node*>(lfirst(lc)));
+    List* qualified = list_make2(makeString(get_namespace_name(nsp)), makeString(pstrdup(name)));
+    const Oid fn = LookupFuncName(qualified, nargs, argtypes, false);
+    return reinterpret_cast<Expr*>(makeFuncExpr(fn, INT8OID, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
+}
+
+// copyObject() relies on GCC's typeof, which C++ does not have.
+template <class T>
+T* copy_node(T* node)
+{
+    return static_cast<T*>(copyObjectImpl(node));
+}
+
+bool usable_as_bound(Node* arg)
+{
+    return !contain_var_clause(arg) && !contain_volatile_functions(arg);
+}
+
+}  // namespace
+
+// SupportRequestIndexCondition for every *_created_within function.
+extern "C" Datum shardid_created_within_support(PG_FUNCTION_ARGS)
+{
+    Node* raw = reinterpret_cast<Node*>(PG_GETARG_POINTER(0));
+    if (!IsA(raw, SupportRequestIndexCondition))
+        PG_RETURN_POINTER(nullptr);
+    auto* req = reinterpret_cast<SupportRequestIndexCondition*>(raw);
+    if (!is_funcclause(req->node) || req->opfamily != INTEGER_BTREE_FAM_OID)
+        PG_RETURN_POINTER(nullptr);
+    List* args = reinterpret_cast<FuncExpr*>(req->node)->args;
+    const char* fname = get_func_name(req->funcid);
+    const Oid nsp = get_func_namespace(req->funcid);
+
+    // (layout, id, period) or (id, period); the ID must be the indexed column.
+    const bool named_layout = list_length(args) == 3;
+    const int id_pos = named_layout ? 1 : 0;
+    if (req->indexarg != id_pos || exprType(static_cast<Node*>(list_nth(args, id_pos))) != INT8OID)
+        PG_RETURN_POINTER(nullptr);
+    Node* period = static_cast<Node*>(list_nth(args, id_pos + 1));
+    if (!usable_as_bound(period))
+        PG_RETURN_POINTER(nullptr);
+
+    Expr *lo, *hi;
+    if (strcmp(fname, "trace_id_created_within") == 0) {
+        lo = bound_call(nsp, "trace_id_range_min", list_make1(copy_node(period)));
+        hi = bound_call(nsp, "trace_id_range_max", list_make1(copy_node(period)));
+    } else {
+        Node* layout;
+        if (named_layout) {
+            layout = static_cast<Node*>(list_nth(args, 0));
+            if (!usable_as_bound(layout))
+                PG_RETURN_POINTER(nullptr);
+        } else {
+            const char* preset = strcmp(fname, "instagram_created_within") == 0 ? "instagram" : "snowflake";
+            layout = reinterpret_cast<Node*>(
+                makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1, CStringGetTextDatum(preset), false, false));
+        }
+        lo = bound_call(nsp, "id_range_min", list_make2(copy_node(layout), copy_node(period)));
+        hi = bound_call(nsp, "id_range_max", list_make2(copy_node(layout), copy_node(period)));
+    }
+    Expr* column = static_cast<Expr*>(copy_node(list_nth(args, id_pos)));
+    const Oid ge = get_opfamily_member(req->opfamily, INT8OID, INT8OID, BTGreaterEqualStrategyNumber);
+    const Oid le = get_opfamily_member(req->opfamily, INT8OID, INT8OID, BTLessEqualStrategyNumber);
+    if (!OidIsValid(ge) || !OidIsValid(le))
+        PG_RETURN_POINTER(nullptr);
+    req->lossy = true;  // whole ticks: the predicate stays as a recheck
+    List* conditions = list_make2(make_opclause(ge, BOOLOID, false, column, lo, InvalidOid, InvalidOid),
+                                  make_opclause(le, BOOLOID, false, static_cast<Expr*>(copy_node(column)), hi,
+                                                InvalidOid, InvalidOid));
+    PG_RETURN_POINTER(conditions);
+}
