@@ -3,8 +3,14 @@
 // broken, or any sanitizer report, is a crash.
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 
+#include "core/callnum.hpp"
+#include "core/codec.hpp"
+#include "core/decimal.hpp"
+#include "core/eightbyte.hpp"
 #include "core/engine.hpp"
+#include "core/permute.hpp"
 #include "core/schemes.hpp"
 
 using namespace shardid;
@@ -127,6 +133,55 @@ void fuzz_engine(Input& in)
     }
 }
 
+// Text decoders: base62, base32, call numbers. Whatever they accept must
+// encode back to the same value.
+void fuzz_text(Input& in)
+{
+    const size_t len = in.n < 20 ? in.n : 20;
+    const char* text = reinterpret_cast<const char*>(in.p);
+    for (const Alphabet* a : {&base62, &base32_crockford}) {
+        uint64_t v = 0;
+        Status st;
+        if (decode_digits(*a, text, len, uint64_t(INT64_MAX), &v, &st)) {
+            char again[max_encoded_width + 1];
+            encode_digits(*a, v, 0, again);
+            uint64_t w = 0;
+            REQUIRE(decode_digits(*a, again, std::strlen(again), uint64_t(INT64_MAX), &w, &st) && w == v);
+        } else {
+            REQUIRE(st.error == Error::invalid_text || st.error == Error::out_of_range);
+        }
+    }
+    static const BitShuffle shuffle = BitShuffle::from_key("fuzz", 4);
+    CallParts p{};
+    Status st;
+    if (call_number_decode(shuffle, text, len, &p, &st)) {
+        char again[call_chars + 1];
+        REQUIRE(call_number_compose(shuffle, p.version, p.run_id, p.sequence, again, &st));
+        CallParts q{};
+        REQUIRE(call_number_decode(shuffle, again, call_chars, &q, &st) && call_pack(q) == call_pack(p));
+    } else {
+        REQUIRE(st.error == Error::invalid_text);
+    }
+}
+
+// DecimalId, eight-byte ids and keyed permutations.
+void fuzz_numbers(Input& in)
+{
+    const int64_t id = in.take<int64_t>();
+    DecimalParts d{};
+    Status st;
+    if (decimal_decode(id, &d, &st))
+        REQUIRE(decimal_compose(d.counter, d.generator_id, d.launch_id) == id);
+    const uint64_t word = uint64_t(id);
+    REQUIRE(eight_word(eight_parts(word)) == word);  // every 8 bytes are some eight-byte id
+    const PermutationKey key{in.take<uint64_t>(), in.take<uint64_t>()};
+    const int bits = permute_bits_min + int(in.take<uint8_t>() % (permute_bits_max - permute_bits_min + 1));
+    const int64_t v = int64_t(word % ((uint64_t(1) << bits) - 1)) + 1;
+    REQUIRE(permute_check(v, bits, &st));
+    const uint64_t p = permute_forward(key, uint64_t(v), bits);
+    REQUIRE(p >= 1 && p < (uint64_t(1) << bits) && permute_inverse(key, p, bits) == uint64_t(v));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
@@ -134,10 +189,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     if (size == 0)
         return 0;
     Input in{data + 1, size - 1};
-    switch (data[0] % 4) {
+    switch (data[0] % 6) {
     case 0: fuzz_trace(in); break;
     case 1: fuzz_presets(in); break;
     case 2: fuzz_layout(in); break;
+    case 3: fuzz_text(in); break;
+    case 4: fuzz_numbers(in); break;
     default: fuzz_engine(in); break;
     }
     return 0;
