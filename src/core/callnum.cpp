@@ -51,19 +51,11 @@ uint64_t BitShuffle::invert(uint64_t v) const { return permute(from, v); }
 bool call_number_compose(const BitShuffle& shuffle, int64_t version, int64_t run_id, int64_t sequence,
                          char out[call_chars + 1], Status* status)
 {
-    struct Field {
-        const char* name;
-        int64_t value;
-        uint32_t max;
-    } fields[] = {{"version", version, call_version_max},
-                  {"run_id", run_id, call_run_max},
-                  {"sequence", sequence, call_sequence_max}};
-    for (const Field& f : fields)
-        if (f.value < 0 || f.value > int64_t(f.max)) {
-            *status = Status::fail(Error::out_of_range, "call number %s %lld is out of range: allowed 0..%u",
-                                   f.name, (long long)f.value, f.max);
-            return false;
-        }
+    const FieldRange fields[] = {{"version", version, call_version_max},
+                                 {"run_id", run_id, call_run_max},
+                                 {"sequence", sequence, call_sequence_max}};
+    if (!check_ranges("call number", fields, status))
+        return false;
     const uint64_t bits = call_pack(CallParts{uint32_t(version), uint32_t(run_id), uint32_t(sequence)});
     encode_digits(base62, shuffle.apply(bits), call_chars, out);
     return true;

@@ -9,19 +9,11 @@ bool eight_check(const EightParts& p, int64_t sequence, int64_t generator_id, in
                       .with_detail("Eight-byte ids hold 42 bits of milliseconds since 1970: up to 2109-05-15.");
         return false;
     }
-    struct Field {
-        const char* name;
-        int64_t value;
-        uint32_t max;
-    } fields[] = {{"sequence", sequence, eight_sequence_max},
-                  {"generator_id", generator_id, eight_generator_max},
-                  {"cluster_id", cluster_id, eight_cluster_max}};
-    for (const Field& f : fields)
-        if (f.value < 0 || f.value > int64_t(f.max)) {
-            *status = Status::fail(Error::out_of_range, "eight-byte id %s %lld is out of range: allowed 0..%u",
-                                   f.name, (long long)f.value, f.max);
-            return false;
-        }
+    const FieldRange fields[] = {{"sequence", sequence, eight_sequence_max},
+                                 {"generator_id", generator_id, eight_generator_max},
+                                 {"cluster_id", cluster_id, eight_cluster_max}};
+    if (!check_ranges("eight-byte id", fields, status))
+        return false;
     return true;
 }
 

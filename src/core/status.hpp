@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 
@@ -65,5 +66,26 @@ struct Status {
         return *this;
     }
 };
+
+// A named field and its allowed range 0..max, for check_ranges().
+struct FieldRange {
+    const char* name;
+    int64_t value;
+    int64_t max;
+};
+
+// Fails with out_of_range for the first field outside its range, naming
+// `what` (e.g. "call number"), the field and the range.
+template <size_t N>
+bool check_ranges(const char* what, const FieldRange (&fields)[N], Status* status)
+{
+    for (const FieldRange& f : fields)
+        if (f.value < 0 || f.value > f.max) {
+            *status = Status::fail(Error::out_of_range, "%s %s %lld is out of range: allowed 0..%lld", what, f.name,
+                                   (long long)f.value, (long long)f.max);
+            return false;
+        }
+    return true;
+}
 
 }  // namespace shardid
