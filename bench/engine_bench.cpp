@@ -21,7 +21,11 @@ SlotState shared_slot{};
 struct FixedClock {
     int64_t ms = 1795000000000;
     int64_t now_ms() const { return ms; }
-    void pause(int64_t) { ms++; }
+    bool pause(int64_t)
+    {
+        ms++;
+        return true;
+    }
 };
 
 void BM_NextId_PreciseClock(benchmark::State& state)

@@ -98,7 +98,7 @@ run_regress() {  # NAME CONF TESTS...
     fi
     record "pg_regress ($name)" "$ok" "$bad"
 }
-run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade
+run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- integration tests (libpqxx, real servers) -----------------------------

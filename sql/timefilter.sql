@@ -44,9 +44,34 @@ SELECT p,
        (SELECT count(*) FROM sf WHERE p @> snowflake_timestamp(id) OFFSET 0) AS sf_decode,
        (SELECT count(*) FROM ig WHERE instagram_created_within(id, p)) AS ig_index,
        (SELECT count(*) FROM ig WHERE p @> instagram_timestamp(id) OFFSET 0) AS ig_decode,
-       (SELECT count(*) FROM tr WHERE trace_id_created_within(id, p)) AS tr_index,
-       (SELECT count(*) FROM tr WHERE p @> trace_id_timestamp(id, '2026-11-20 12:00+00') OFFSET 0) AS tr_decode
+       -- A TraceId period must start within the 2^25 s before its end: the
+       -- periods without a lower bound are refused (below), not answered.
+       CASE WHEN NOT lower_inf(p) OR isempty(p) THEN
+            (SELECT count(*) FROM tr WHERE trace_id_created_within(id, p)) END AS tr_index,
+       CASE WHEN NOT lower_inf(p) OR isempty(p) THEN
+            (SELECT count(*) FROM tr WHERE p @> trace_id_timestamp(id, '2026-11-20 12:00+00') OFFSET 0) END AS tr_decode
 FROM periods ORDER BY p;
+-- Infinite timestamps as bounds mean what they say.
+SELECT count(*) FILTER (WHERE snowflake_created_within(id, '[-infinity, infinity]')) AS sf_everything,
+       count(*) FILTER (WHERE snowflake_created_within(id, '[-infinity, 2026-11-20 00:00:30+00]')) AS sf_until,
+       count(*) FILTER (WHERE snowflake_created_within(id, '[2026-11-20 11:59:00+00, infinity)')) AS sf_from,
+       count(*) FILTER (WHERE snowflake_created_within(id, '[infinity, infinity]')) AS sf_at_infinity,
+       count(*) FILTER (WHERE id_created_within('instagram', id, '(-infinity, infinity)')) AS named_everything
+FROM sf;
+SELECT count(*) FILTER (WHERE instagram_created_within(id, '[-infinity, infinity]')) AS ig_everything FROM ig;
+SELECT count(*) FILTER (WHERE trace_id_created_within(id, '[2026-11-20 11:59:00+00, infinity)')) AS tr_from FROM tr;
+SELECT id_range_min('snowflake', '[-infinity, infinity]') AS min_all, id_range_max('snowflake', '[infinity,infinity]') < 1 AS none_at_infinity;
+-- A TraceId holds its time modulo 2^25 s: a period reaching back further
+-- than that from its end would take in every TraceId, so it is refused.
+-- (The detail names the earliest start, which depends on now(): terse.)
+\set VERBOSITY terse
+SELECT count(*) FROM tr WHERE trace_id_created_within(id, tstzrange('2025-01-01', '2026-11-21'));
+\echo :LAST_ERROR_SQLSTATE
+SELECT count(*) FROM tr WHERE trace_id_created_within(id, '(,)');
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+SELECT trace_id_created_within(trace_id_range_min(tstzrange('2026-11-20 00:00+00', '2026-11-20 00:00:01+00')),
+                               tstzrange('2026-11-20 00:00+00', '2026-11-20 00:00:01+00')) AS short_period_still_works;
 
 -- Without an index, or with a layout that is not a constant, the predicate
 -- still answers correctly.

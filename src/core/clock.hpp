@@ -1,7 +1,9 @@
 // The wall clock behind a small interface, so tests can inject a fake one.
 //
 // A Clock has now_ms() (Unix milliseconds) and pause(ms_left) (called while
-// waiting for the next tick, with the milliseconds still to go).
+// waiting for the next tick, with the milliseconds still to go; it returns
+// false to give the wait up). SystemClock is the core's own, for tests and
+// benchmarks; inside PostgreSQL the glue's clock waits on the latch.
 #pragma once
 
 #include <cstdint>
@@ -39,10 +41,11 @@ struct SystemClock {
 
     // Sleep through long waits (TraceId's one-second ticks); spin through the
     // last millisecond so millisecond layouts reach their cap.
-    void pause(int64_t ms_left) const
+    bool pause(int64_t ms_left) const
     {
         if (ms_left > 1)
             std::this_thread::sleep_for(std::chrono::milliseconds(ms_left - 1));
+        return true;
     }
 };
 

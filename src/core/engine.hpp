@@ -6,7 +6,8 @@
 //  - the wall clock is ahead of the last tick: start that tick at sequence_first;
 //  - otherwise (same tick, or the clock stepped back): next sequence of the
 //    last tick, so the logical clock never goes back;
-//  - sequence used up and the wall clock is in that tick: wait for the next;
+//  - sequence used up and the wall clock is in that tick: wait for the next
+//    (the clock's pause() may give up: then the call fails as interrupted);
 //  - sequence used up and the wall clock is behind (it stepped back): move the
 //    logical clock one tick ahead, unless it would then lead the wall clock
 //    by more than max_lead_ms, which is an error.
@@ -33,15 +34,18 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free,
 
 // Waits until the clock reaches `tick`, or returns early if it falls behind
 // `from` (it stepped back: the caller then moves the logical clock instead).
+// Returns false when the clock's pause() gives up (the PostgreSQL glue's
+// clock does so when the backend has an interrupt to serve).
 template <class Clock>
-void wait_for_tick(const Layout& layout, Clock& clock, int64_t tick, int64_t from)
+bool wait_for_tick(const Layout& layout, Clock& clock, int64_t tick, int64_t from)
 {
     for (;;) {
         const int64_t now = clock.now_ms();
         const int64_t wall = layout.tick_of(now);
         if (wall >= tick || wall < from)
-            return;
-        clock.pause(layout.ms_of_tick(tick) - now);
+            return true;
+        if (!clock.pause(layout.ms_of_tick(tick) - now))
+            return false;
     }
 }
 
@@ -60,7 +64,7 @@ inline void resume_above(const Layout& layout, SlotState& slot, int64_t floor_ms
 // high-water mark). On failure fills *status and returns false.
 template <class Clock>
 bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_lead_ms,
-             uint64_t shard, uint64_t* id, Status* status, int64_t* tick_ms = nullptr)
+             uint64_t shard, uint64_t* id, Status* status, int64_t* tick_ms = nullptr, uint64_t* word_out = nullptr)
 {
     const uint64_t sequence_max = layout.sequence_max();
     uint64_t last = slot.last.load(std::memory_order_acquire);
@@ -85,8 +89,12 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             tick = last_tick;
             sequence = last_sequence + 1;
         } else if (uint64_t(wall) == last_tick) {
-            wait_for_tick(layout, clock, wall + 1, wall);
             slot.waits.fetch_add(1, std::memory_order_relaxed);
+            if (!wait_for_tick(layout, clock, wall + 1, wall)) {
+                *status = Status::fail(Error::interrupted, "waiting for the next %s tick was interrupted",
+                                       layout.name);
+                return false;
+            }
             last = slot.last.load(std::memory_order_acquire);
             now = clock.now_ms();
             continue;
@@ -122,6 +130,8 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             *id = layout.compose(tick, shard, sequence);
             if (tick_ms)
                 *tick_ms = layout.ms_of_tick(int64_t(tick));
+            if (word_out)
+                *word_out = word;
             return true;
         }
         // Another backend got there first; `last` now holds its word. Its

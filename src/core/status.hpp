@@ -21,6 +21,7 @@ enum class Error : uint8_t {
     clock_lead_exceeded, // logical clock would run too far ahead  -> 55000
     time_exhausted,      // a layout's time field has no room left -> 22003
     out_of_memory,       // std::bad_alloc                         -> 53200
+    interrupted,         // a wait given up for a pending interrupt (the glue serves it)
     internal,            // a bug or an unexpected C++ exception   -> XX000
 };
 

@@ -6,7 +6,13 @@
 #include "pg/pg.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_sequence.h"
+#include "common/int.h"
+#include "storage/lmgr.h"
+#include "utils/syscache.h"
 #include "access/xlog.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
@@ -36,18 +42,78 @@ PG_FUNCTION_INFO_V1(shardid_call_number_compose);
 
 namespace {
 
-// nextval() of an extension sequence, without privilege checks (ordinary
-// roles generate IDs without rights on it), made durable before returning.
-int64 take_from_sequence(FunctionCallInfo fcinfo, const char* sequence)
+// An extension sequence: where it is, who owns it, how it steps.
+struct Sequence {
+    const char* name;
+    Oid relid;
+    Oid owner;
+    int64 increment;
+    int64 max;
+};
+
+Sequence extension_sequence(FunctionCallInfo fcinfo, const char* name)
 {
     const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
-    const Oid relid = get_relname_relid(sequence, nsp);
-    if (!OidIsValid(relid))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence \"%s\" of shardid is missing", sequence),
+    Sequence seq{name, get_relname_relid(name, nsp), InvalidOid, 0, 0};
+    if (!OidIsValid(seq.relid) || get_rel_relkind(seq.relid) != RELKIND_SEQUENCE)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence \"%s\" of shardid is missing", name),
                         errhint("Reinstall the extension.")));
-    const int64 value = nextval_internal(relid, false);
-    XLogFlush(XactLastRecEnd);
-    return value;
+    HeapTuple tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seq.relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for sequence %u", seq.relid);
+    const auto* form = reinterpret_cast<Form_pg_sequence>(GETSTRUCT(tup));
+    seq.increment = form->seqincrement;
+    seq.max = form->seqmax;
+    ReleaseSysCache(tup);
+    tup = SearchSysCache1(RELOID, ObjectIdGetDatum(seq.relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for relation %u", seq.relid);
+    seq.owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+    ReleaseSysCache(tup);
+    return seq;
+}
+
+// setval(seq, value, false) as the sequence's owner (the caller may have no
+// rights on it; setval runs no code of anyone's).
+void restart_sequence_at(const Sequence& seq, int64 value)
+{
+    Oid save_user;
+    int save_sec;
+    GetUserIdAndSecContext(&save_user, &save_sec);
+    SetUserIdAndSecContext(seq.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seq.relid), Int64GetDatum(value), BoolGetDatum(false));
+    SetUserIdAndSecContext(save_user, save_sec);
+}
+
+// The next value of an extension sequence that this node never took before
+// (nextval() without privilege checks: ordinary roles generate IDs without
+// rights on it), recorded in the node's persisted state and made durable
+// before it is returned. A sequence behind the node's record (recreated by
+// DROP/CREATE EXTENSION, restored from a dump, or an ALTER SEQUENCE rolled
+// back) is moved past it in its own steps, so a progression keeps its
+// residue.
+int64 take_fresh(const Sequence& seq, NodeCounter which)
+{
+    for (;;) {
+        const int64 value = nextval_internal(seq.relid, false);
+        const int64 floor = counter_floor(which);
+        if (value > floor) {
+            XLogFlush(XactLastRecEnd);  // the sequence's own WAL record, durable before use
+            if (claim_counter(which, value))
+                return value;
+            continue;  // another database of the node claimed a higher one meanwhile
+        }
+        int64 target = 0;
+        const int64 steps = seq.increment > 0 ? (floor - value) / seq.increment + 1 : 0;
+        if (steps == 0 || pg_mul_s64_overflow(steps, seq.increment, &target) ||
+            pg_add_s64_overflow(value, target, &target) || target > seq.max)
+            ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                            errmsg("sequence \"%s\" of shardid has no value left above %lld", seq.name,
+                                   (long long)floor),
+                            errdetail("This node already took every value up to %lld, and none may come again.",
+                                      (long long)floor)));
+        restart_sequence_at(seq, target);
+    }
 }
 
 DecimalState* decimal = nullptr;
@@ -74,6 +140,30 @@ Datum text_datum(const char* s) { return PointerGetDatum(cstring_to_text(s)); }
 
 }  // namespace
 
+namespace {
+
+// Takes a new generator id for this database's DecimalId state when it
+// needs one (or always, with force) and returns the one installed (-1 if
+// none was needed). Takers of a database are serialized by a heavyweight
+// lock on its generator sequence: the deadlock detector sees it, a cancel
+// interrupts it, and no LWLock is held while waiting for it.
+int64 install_generator(FunctionCallInfo fcinfo, bool force)
+{
+    if (decimal == nullptr)
+        decimal = decimal_state(MyDatabaseId);
+    const Sequence seq = extension_sequence(fcinfo, "shardid_generator_seq");
+    LockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    int64 generator = -1;
+    if (force || decimal_needs_generator(*decimal)) {
+        generator = take_fresh(seq, NodeCounter::generator);
+        decimal_install_generator(*decimal, generator);
+    }
+    UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    return generator;
+}
+
+}  // namespace
+
 extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
 {
     if (launch_id < 0)
@@ -95,22 +185,13 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
         if (issued)
             PG_RETURN_INT64(decimal_compose(counter, generator, launch_id));
         // No generator id yet, or its counter is used up: take the next one.
-        LWLockAcquire(decimal_lock(), LW_EXCLUSIVE);
-        if (decimal_needs_generator(*decimal))
-            decimal_install_generator(*decimal, take_from_sequence(fcinfo, "shardid_generator_seq"));
-        LWLockRelease(decimal_lock());
+        install_generator(fcinfo, false);
     }
 }
 
 extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
 {
-    if (decimal == nullptr)
-        decimal = decimal_state(MyDatabaseId);
-    LWLockAcquire(decimal_lock(), LW_EXCLUSIVE);
-    const int64 generator = take_from_sequence(fcinfo, "shardid_generator_seq");
-    decimal_install_generator(*decimal, generator);
-    LWLockRelease(decimal_lock());
-    PG_RETURN_INT64(generator);
+    PG_RETURN_INT64(install_generator(fcinfo, true));
 }
 
 extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)
@@ -132,7 +213,7 @@ extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
     static int64 run_id = -1;
     static int64 next_sequence = 0;
     if (run_id < 0 || next_sequence > int64(call_sequence_max)) {
-        run_id = take_from_sequence(fcinfo, "shardid_run_seq");
+        run_id = take_fresh(extension_sequence(fcinfo, "shardid_run_seq"), NodeCounter::run);
         next_sequence = 0;
     }
     const int64 sequence = next_sequence++;

@@ -18,6 +18,8 @@ static int sqlstate_of(Error error)
         return ERRCODE_INVALID_PARAMETER_VALUE;
     case Error::invalid_text:
         return ERRCODE_INVALID_TEXT_REPRESENTATION;
+    case Error::interrupted:
+        return ERRCODE_QUERY_CANCELED;  // only if an interrupt was pending but raised nothing itself
     case Error::out_of_memory:
         return ERRCODE_OUT_OF_MEMORY;
     case Error::none:

@@ -1,4 +1,5 @@
-// The key ring (table shardid_key, unreadable by ordinary roles) and the
+// The key ring (table shardid_key, unreadable by ordinary roles; its
+// `default` key is made by CREATE EXTENSION, so reading never writes) and the
 // functions that use it: obfuscate_id, reveal_id, next_opaque_id, and the
 // call-number shuffle's key.
 #include <cstring>
@@ -7,19 +8,16 @@
 
 extern "C" {
 #include "access/htup_details.h"
-#include "catalog/pg_class.h"
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
-#include "executor/spi.h"
-#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
-#include "utils/syscache.h"
 }
 
 #include "core/permute.hpp"
 #include "core/schemes.hpp"
+#include "pg/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/keys.hpp"
 #include "pg/layouts.hpp"
@@ -53,54 +51,33 @@ void forget_keys(Datum, Oid)
     n_keys = 0;
 }
 
-// Reads (and for 'default', creates on first use) a key, as the owner of
-// the key ring, since the caller may not read it.
+// Reads a key from the key ring, which the caller may not read itself
+// (src/pg/catalog.hpp: no SQL, nothing of the caller's runs). A name may
+// have two rows after a dump is restored: the `default` key CREATE
+// EXTENSION made, and the older one the dump brought back. The oldest row
+// of a name is the key, so restored databases reveal what their source did.
 bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
 {
-    const Oid relid = get_relname_relid("shardid_key", nsp);
-    if (!OidIsValid(relid))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("the shardid key ring is missing"),
-                        errhint("Reinstall the extension.")));
-    HeapTuple tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-    if (!HeapTupleIsValid(tup))
-        elog(ERROR, "cache lookup failed for relation %u", relid);
-    const Oid owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
-    ReleaseSysCache(tup);
-
-    const char* schema = quote_identifier(get_namespace_name(nsp));
-    const char* select = psprintf("SELECT secret FROM %s.shardid_key WHERE name = $1", schema);
-    Oid argtypes[1] = {TEXTOID};
-    Datum args[1] = {PointerGetDatum(cstring_to_text_with_len(name, len))};
-
-    Oid save_user;
-    int save_sec;
-    GetUserIdAndSecContext(&save_user, &save_sec);
-    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-    SPI_connect();
-    bool found = false;
-    for (int attempt = 0; attempt < 2 && !found; attempt++) {
-        if (SPI_execute_with_args(select, 1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
-            elog(ERROR, "could not read the shardid key ring");
-        if (SPI_processed == 1) {
-            bool isnull;
-            bytea* b = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-            if (!isnull && VARSIZE_ANY_EXHDR(b) == 16) {
-                memcpy(secret, VARDATA_ANY(b), 16);
-                found = true;
-            }
-        } else if (attempt == 0 && len == 7 && memcmp(name, "default", 7) == 0) {
-            // The default key is made on first use (not by CREATE EXTENSION,
-            // so that pg_dump carries it like any other key).
-            const char* insert = psprintf("INSERT INTO %s.shardid_key (name, secret) VALUES ('default', "
-                                          "%s.shardid_random_key()) ON CONFLICT (name) DO NOTHING",
-                                          schema, schema);
-            SPI_execute(insert, false, 0);
-            CommandCounterIncrement();
+    const TableRows t = rows_with_key(nsp, "shardid_key", "name", name, len);
+    HeapTuple oldest = nullptr;
+    TimestampTz oldest_at = 0;
+    ListCell* lc;
+    foreach (lc, t.rows) {
+        HeapTuple row = static_cast<HeapTuple>(lfirst(lc));
+        const TimestampTz at = DatumGetTimestampTz(row_value(t, row, "created_at"));
+        if (oldest == nullptr || at < oldest_at) {
+            oldest = row;
+            oldest_at = at;
         }
     }
-    SPI_finish();
-    SetUserIdAndSecContext(save_user, save_sec);
-    return found;
+    if (oldest == nullptr)
+        return false;
+    bytea* b = DatumGetByteaPP(row_value(t, oldest, "secret"));
+    if (VARSIZE_ANY_EXHDR(b) != 16)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("obfuscation key \"%.*s\" is not 16 bytes", len, name)));
+    memcpy(secret, VARDATA_ANY(b), 16);
+    return true;
 }
 
 }  // namespace

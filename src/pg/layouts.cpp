@@ -5,16 +5,21 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "common/int.h"
 #include "catalog/pg_type_d.h"
-#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 }
 
 #include "core/schemes.hpp"
+#include "pg/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/settings.hpp"
+#include "pg/timeconv.hpp"
 #include "pg/shmem.hpp"
 
 namespace shardid::pg {
@@ -53,50 +58,82 @@ LayoutEntry* find_user_entry(const char* name, int len)
 }
 
 // Reads a user layout from the catalog of the schema the calling function
-// lives in (the extension's schema), or returns nullptr.
+// lives in (the extension's schema), or returns nullptr. The row is read
+// and converted in C (src/pg/catalog.hpp), and checked like create_layout()
+// checks it, since a superuser can write the table directly.
 LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
 {
     if (!callback_registered) {
         CacheRegisterRelcacheCallback(invalidate_user_layouts, (Datum)0);
         callback_registered = true;
     }
+    const TableRows t =
+        rows_with_key(get_func_namespace(fcinfo->flinfo->fn_oid), "shardid_user_layout", "name", name, len);
+    if (t.rows == NIL)
+        return nullptr;
+    HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
+    char name_z[max_name_len + 1];
+    memcpy(name_z, name, len);
+    name_z[len] = '\0';
+    const Layout layout = user_layout(name_z, DatumGetTimestampTz(row_value(t, row, "epoch")),
+                                      DatumGetIntervalP(row_value(t, row, "time_unit")),
+                                      DatumGetInt16(row_value(t, row, "time_bits")),
+                                      DatumGetInt16(row_value(t, row, "shard_bits")),
+                                      DatumGetInt16(row_value(t, row, "sequence_bits")));
     if (n_user_entries == max_slots)
         invalidate_user_layouts((Datum)0, InvalidOid);
-    const char* schema = get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid));
-    const char* query = psprintf(
-        "SELECT (extract(epoch FROM epoch) * 1000)::bigint, (extract(epoch FROM time_unit) * 1000)::bigint, "
-        "time_bits, shard_bits, sequence_bits FROM %s.shardid_user_layout WHERE name = $1",
-        quote_identifier(schema));
-    Oid argtypes[1] = {TEXTOID};
-    Datum args[1] = {PointerGetDatum(cstring_to_text_with_len(name, len))};
-
-    SPI_connect();
-    if (SPI_execute_with_args(query, 1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-        elog(ERROR, "could not read shardid_user_layout");
-    LayoutEntry* entry = nullptr;
-    if (SPI_processed == 1) {
-        HeapTuple row = SPI_tuptable->vals[0];
-        TupleDesc desc = SPI_tuptable->tupdesc;
-        bool isnull;
-        entry = &user_entries[n_user_entries];
-        memcpy(entry->name, name, len);
-        entry->name[len] = '\0';
-        entry->layout = Layout{entry->name,
-                               DatumGetInt64(SPI_getbinval(row, desc, 1, &isnull)),
-                               DatumGetInt64(SPI_getbinval(row, desc, 2, &isnull)),
-                               uint8_t(DatumGetInt16(SPI_getbinval(row, desc, 3, &isnull))),
-                               uint8_t(DatumGetInt16(SPI_getbinval(row, desc, 4, &isnull))),
-                               uint8_t(DatumGetInt16(SPI_getbinval(row, desc, 5, &isnull))),
-                               false,
-                               0};
-        entry->slot = nullptr;
-        n_user_entries++;
-    }
-    SPI_finish();
+    LayoutEntry* entry = &user_entries[n_user_entries++];
+    memcpy(entry->name, name_z, len + 1);
+    entry->layout = layout;
+    entry->layout.name = entry->name;
+    entry->slot = nullptr;
     return entry;
 }
 
+// The wait event of a backend waiting for the next tick.
+uint32 next_tick_wait_event()
+{
+#if PG_VERSION_NUM >= 170000
+    static uint32 event = 0;
+    if (event == 0)
+        event = WaitEventExtensionNew("ShardidNextTick");
+    return event;
+#else
+    return PG_WAIT_EXTENSION;
+#endif
+}
+
 }  // namespace
+
+Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, int32 time_bits, int32 shard_bits,
+                   int32 sequence_bits)
+{
+    const int64 epoch_ms = unix_ms_of(epoch, "epoch");
+    if (timestamptz_of_unix_ms(epoch_ms) != epoch)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be a whole millisecond")));
+    if (unit->month != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("time_unit must not contain months or years"),
+                        errdetail("Their length varies; use days, hours, seconds or milliseconds.")));
+    int64 unit_us;
+    if (pg_mul_s64_overflow(int64(unit->day), USECS_PER_DAY, &unit_us) ||
+        pg_add_s64_overflow(unit_us, unit->time, &unit_us) || unit_us < 1000 || unit_us % 1000 != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("time_unit must be a whole number of milliseconds, at least 1 ms")));
+    const int32 bits[3] = {time_bits, shard_bits, sequence_bits};
+    for (int32 b : bits)
+        if (b < 0 || b > 63)
+            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                            errmsg("bit widths must be between 0 and 63, not %d", b)));
+    const Layout layout{name, epoch_ms, unit_us / 1000, uint8_t(time_bits), uint8_t(shard_bits),
+                        uint8_t(sequence_bits), false, 0};
+    Status status;
+    if (!guarded(status, [&] {
+            status = layout.validate();
+            return status.ok();
+        }))
+        raise(status);
+    return layout;
+}
 
 LayoutEntry& preset_entry(const Layout& preset)
 {
@@ -161,26 +198,51 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     SlotState& slot = *slot_cache;
     const bool shard_given = shard_arg >= 0 && !PG_ARGISNULL(shard_arg);
     const int32 shard = shard_given ? PG_GETARG_INT32(shard_arg) : 0;
+    const bool coarse = layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms);
 
-    Status status;
-    uint64_t id = 0;
-    int64_t tick_ms = 0;
-    const bool ok = guarded(status, [&] {
-        uint64_t field;
-        if (shard_given) {
-            if (!check_shard(layout, shard, "shard", &status))
+    for (;;) {
+        Status status;
+        uint64_t id = 0, word = 0;
+        int64_t tick_ms = 0;
+        const bool ok = guarded(status, [&] {
+            uint64_t field;
+            if (shard_given) {
+                if (!check_shard(layout, shard, "shard", &status))
+                    return false;
+                field = uint64_t(shard);
+            } else if (!node_shard(layout, &field, &status)) {
                 return false;
-            field = uint64_t(shard);
-        } else if (!node_shard(layout, &field, &status)) {
-            return false;
+            }
+            LatchClock clock = latch_clock(coarse);
+            return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);
+        });
+        if (ok) {
+            // Never hand out an ID the persisted node state does not cover.
+            cover_issued(slot_cache, layout, word, tick_ms);
+            return id;
         }
-        SystemClock clock = wall_clock(layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms));
-        return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms);
-    });
-    if (!ok)
-        raise(status);
-    cover_tick(tick_ms);  // never hand out an ID the persisted high-water mark does not cover
-    return id;
+        if (status.error != Error::interrupted)
+            raise(status);
+        // A wait for the next tick was given up for an interrupt: serve it
+        // here, outside C++ scope (cancel and terminate do not return), then
+        // try again.
+        CHECK_FOR_INTERRUPTS();
+    }
+}
+
+bool LatchClock::pause(int64_t ms_left) const
+{
+    if (INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED())
+        return false;
+    if (ms_left > 1) {
+        const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, long(ms_left - 1),
+                                 next_tick_wait_event());
+        if (rc & WL_LATCH_SET)
+            ResetLatch(MyLatch);
+    }
+    // The last millisecond is spun through, so millisecond layouts reach
+    // their cap; an interrupt still ends the spin.
+    return !(INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED());
 }
 
 Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls)

@@ -18,7 +18,18 @@ extern int launch_id;          // shardid.launch_id, -1 until configured
 extern int cluster_id;         // shardid.cluster_id (eight-byte ids)
 extern char* call_number_key;  // shardid.call_number_key: a key-ring name
 
+// The wall clock as this backend reads it (with shardid.clock_offset_ms).
 inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }
+
+// The clock generators use inside PostgreSQL: the wall clock, whose waits
+// for the next tick sleep on the backend's latch (wait event "Extension",
+// or "ShardidNextTick" from PostgreSQL 17) and give up as soon as an
+// interrupt (cancel, terminate, statement_timeout, shutdown) is pending, so
+// that the caller serves it with CHECK_FOR_INTERRUPTS() outside C++ scope.
+struct LatchClock : SystemClock {
+    bool pause(int64_t ms_left) const;
+};
+inline LatchClock latch_clock(bool coarse) { return LatchClock{{clock_offset_ms, coarse}}; }
 
 // shardid.node_id as the shard/node field of `layout`, or a failure
 // (55000 when unset, 22003 when it does not fit the field).

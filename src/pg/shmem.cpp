@@ -1,4 +1,23 @@
+// Node-wide state in shared memory.
+//
+// Locking rules (who guards what, and in which order):
+//   - AddinShmemInitLock: attaching the struct, allocating layout slots
+//     (n_used, each slot's shape and name) and DecimalId database entries.
+//     Held only for memory work; no other lock is taken under it.
+//   - state_lock (tranche "shardid"): serializes writers of the persisted
+//     node state (src/pg/hwm.hpp): lease_until_ms, generator_floor,
+//     run_floor and every slot's `persisted` word change only under it, and
+//     only after the file that covers the new value is durable. Held for
+//     memory work and that one file write; never while waiting for a
+//     heavyweight lock, and never together with AddinShmemInitLock.
+//   - Each slot's SlotState: lock-free atomics (the engine's CAS).
+//   - DecimalId: each database's counter word is an atomic; taking a new
+//     generator id is serialized by a heavyweight lock on that database's
+//     generator sequence (src/pg/counters.cpp), which the deadlock detector
+//     sees and which a cancel interrupts.
+#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstring>
 
 #include "pg/shmem.hpp"
@@ -37,33 +56,48 @@ struct Shape {
     {
         return Shape{l.epoch_ms, l.unit_ms, l.time_bits, l.shard_bits, l.sequence_bits, l.sequence_first, l.wraps};
     }
+    static Shape of(const SlotMark& m)
+    {
+        return Shape{m.epoch_ms, m.unit_ms, m.time_bits, m.shard_bits, m.sequence_bits, m.sequence_first, m.wraps};
+    }
     bool operator==(const Shape& o) const
     {
         return epoch_ms == o.epoch_ms && unit_ms == o.unit_ms && time_bits == o.time_bits &&
                shard_bits == o.shard_bits && sequence_bits == o.sequence_bits &&
                sequence_first == o.sequence_first && wraps == o.wraps;
     }
-};
-
-struct Slot {
-    SlotState state;  // first, so it keeps the slot's 64-byte alignment
-    Shape shape;
-    char name[64];    // the layout that first claimed the slot, for shardid_status()
+    Layout layout(const char* name) const
+    {
+        return Layout{name, epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits, wraps, sequence_first};
+    }
 };
 
 // How far ahead of the IDs in use the high-water mark is written.
 constexpr int64 lease_ms = 1000;
 
+// Layouts whose tick is longer than the lease also keep a mark of their own
+// in (tick, sequence) terms, so that a restart resumes within the tick.
+bool is_coarse(int64_t unit_ms) { return unit_ms > lease_ms; }
+
+struct Slot {
+    SlotState state;  // first, so it keeps the slot's 64-byte alignment
+    Shape shape;
+    char name[64];    // the layout that first claimed the slot, for shardid_status()
+    std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none yet)
+};
+static_assert(offsetof(Slot, state) == 0, "a SlotState pointer is its Slot's address");
+
 struct Shared {
     uint32_t magic;
     int n_used;
-    int lease_tranche;
-    bool hwm_corrupt;              // the mark could not be read: generation refuses
+    int tranche;
+    bool hwm_corrupt;              // the state file could not be read: generation refuses
     int64 restart_floor_ms;        // the mark found at start-up
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
-    LWLock lease_lock;             // serializes writers of the mark
+    int64 generator_floor;         // highest DecimalId generator id taken on this node (-1: none)
+    int64 run_floor;               // highest call-number run id taken on this node (-1: none)
+    LWLock state_lock;             // see the locking rules above
     Slot slots[max_slots];
-    LWLock decimal_lock;           // serializes taking DecimalId generator ids
     struct {
         Oid database;
         DecimalState state;
@@ -80,6 +114,55 @@ Shared* shared = nullptr;
 shmem_request_hook_type prev_shmem_request_hook = nullptr;
 shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
+void raise_if_corrupt()
+{
+    if (shared->hwm_corrupt)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("shardid high-water mark file \"%s\" is unreadable", hwm_path),
+                        errdetail("IDs issued before the last restart could be issued again."),
+                        errhint("If the server clock is known to be past every ID ever issued, remove the file and "
+                                "restart the server.")));
+}
+
+// The state as it is persisted now. Caller holds state_lock.
+NodeState persisted_state()
+{
+    NodeState st;
+    st.mark_ms = shared->lease_until_ms.load(std::memory_order_acquire);
+    st.generator_floor = shared->generator_floor;
+    st.run_floor = shared->run_floor;
+    for (int i = 0; i < shared->n_used && st.n_slots < max_slot_marks; i++) {
+        const Slot& slot = shared->slots[i];
+        const uint64_t word = slot.persisted.load(std::memory_order_acquire);
+        if (word == 0)
+            continue;
+        SlotMark& m = st.slots[st.n_slots++];
+        strlcpy(m.name, slot.name, sizeof m.name);
+        m.epoch_ms = slot.shape.epoch_ms;
+        m.unit_ms = slot.shape.unit_ms;
+        m.time_bits = slot.shape.time_bits;
+        m.shard_bits = slot.shape.shard_bits;
+        m.sequence_bits = slot.shape.sequence_bits;
+        m.sequence_first = slot.shape.sequence_first;
+        m.wraps = slot.shape.wraps;
+        m.word = word;
+    }
+    return st;
+}
+
+// A new slot for `shape`, resumed above everything the node issued before
+// its last restart. Caller holds AddinShmemInitLock; nullptr when full.
+Slot* new_slot_locked(const Shape& shape, const char* name)
+{
+    if (shared->n_used == max_slots)
+        return nullptr;
+    Slot* slot = &shared->slots[shared->n_used++];
+    slot->shape = shape;
+    strlcpy(slot->name, name, sizeof slot->name);
+    resume_above(shape.layout(slot->name), slot->state, shared->restart_floor_ms);
+    return slot;
+}
+
 // Attaches to (or creates) the shared struct. Caller holds AddinShmemInitLock.
 void attach_locked()
 {
@@ -89,8 +172,8 @@ void attach_locked()
     if (!found) {
         memset(raw, 0, shared_size);
         aligned->magic = shared_magic;
-        int64 mark = 0;
-        const HwmRead got = hwm_read(&mark);
+        NodeState st;
+        const HwmRead got = hwm_read(&st);
         if (got == HwmRead::corrupt)
             ereport(WARNING, (errmsg("shardid high-water mark file \"%s\" is unreadable", hwm_path),
                               errdetail("ID generation is refused until it is fixed, since IDs issued before the "
@@ -98,13 +181,21 @@ void attach_locked()
                               errhint("If the server clock is known to be past every ID ever issued, remove the "
                                       "file and restart the server.")));
         aligned->hwm_corrupt = got == HwmRead::corrupt;
-        aligned->restart_floor_ms = mark;
-        aligned->lease_until_ms.store(got == HwmRead::corrupt ? 0 : mark);
-        aligned->lease_tranche = LWLockNewTrancheId();
-        LWLockInitialize(&aligned->lease_lock, aligned->lease_tranche);
-        LWLockInitialize(&aligned->decimal_lock, aligned->lease_tranche);
+        aligned->restart_floor_ms = st.mark_ms;
+        aligned->lease_until_ms.store(st.mark_ms);
+        aligned->generator_floor = st.generator_floor;
+        aligned->run_floor = st.run_floor;
+        aligned->tranche = LWLockNewTrancheId();
+        LWLockInitialize(&aligned->state_lock, aligned->tranche);
+        shared = aligned;
+        // Layouts with marks of their own resume exactly where those say.
+        for (int i = 0; i < st.n_slots; i++) {
+            Slot* slot = new_slot_locked(Shape::of(st.slots[i]), st.slots[i].name);
+            slot->state.last.store(st.slots[i].word, std::memory_order_relaxed);
+            slot->persisted.store(st.slots[i].word, std::memory_order_relaxed);
+        }
     }
-    LWLockRegisterTranche(aligned->lease_tranche, "shardid");
+    LWLockRegisterTranche(aligned->tranche, "shardid");
     shared = aligned;
 }
 
@@ -113,6 +204,12 @@ void attach()
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
     attach_locked();
     LWLockRelease(AddinShmemInitLock);
+}
+
+void attach_if_needed()
+{
+    if (shared == nullptr)
+        attach();
 }
 
 void request_hook()
@@ -137,6 +234,50 @@ struct CachedSlot {
 CachedSlot cache[max_slots];
 int n_cached = 0;
 
+// A coarse layout's own mark: every issued word at most `persisted`,
+// written a sixteenth of a tick's sequences ahead (at most to the end of
+// the tick), renewed early without making generators wait.
+void cover_word(Slot& slot, const Layout& layout, uint64_t word)
+{
+    const uint64_t lease = std::max<uint64_t>(1, (layout.sequence_max() + 1) / 16);
+    uint64_t p = slot.persisted.load(std::memory_order_acquire);
+    if (word <= p && p - word > lease / 2)
+        return;
+    if (word <= p) {
+        if (!LWLockConditionalAcquire(&shared->state_lock, LW_EXCLUSIVE))
+            return;
+    } else {
+        LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
+    }
+    p = slot.persisted.load(std::memory_order_acquire);
+    const uint64_t tick_end = layout.pack(layout.packed_tick(word), layout.sequence_max());
+    const uint64_t want = std::min(tick_end, word + lease);
+    if ((word > p || p - word <= lease / 2) && want > p) {
+        NodeState st = persisted_state();
+        bool listed = false;
+        for (int i = 0; i < st.n_slots && !listed; i++)
+            if (Shape::of(st.slots[i]) == slot.shape) {
+                st.slots[i].word = want;
+                listed = true;
+            }
+        if (!listed && st.n_slots < max_slot_marks) {
+            SlotMark& m = st.slots[st.n_slots++];
+            strlcpy(m.name, slot.name, sizeof m.name);
+            m.epoch_ms = slot.shape.epoch_ms;
+            m.unit_ms = slot.shape.unit_ms;
+            m.time_bits = slot.shape.time_bits;
+            m.shard_bits = slot.shape.shard_bits;
+            m.sequence_bits = slot.shape.sequence_bits;
+            m.sequence_first = slot.shape.sequence_first;
+            m.wraps = slot.shape.wraps;
+            m.word = want;
+        }
+        hwm_write(st);
+        slot.persisted.store(want, std::memory_order_release);
+    }
+    LWLockRelease(&shared->state_lock);
+}
+
 }  // namespace
 
 void shmem_init()
@@ -160,16 +301,11 @@ SlotState* slot_for(const Layout& layout)
     if (shared == nullptr)
         attach_locked();
     Slot* slot = nullptr;
-    for (int i = 0; i < shared->n_used; i++)
+    for (int i = 0; i < shared->n_used && slot == nullptr; i++)
         if (shared->slots[i].shape == shape)
             slot = &shared->slots[i];
-    if (slot == nullptr && shared->n_used < max_slots) {
-        slot = &shared->slots[shared->n_used];
-        slot->shape = shape;
-        strlcpy(slot->name, layout.name, sizeof slot->name);
-        resume_above(layout, slot->state, shared->restart_floor_ms);
-        shared->n_used++;
-    }
+    if (slot == nullptr)
+        slot = new_slot_locked(shape, layout.name);
     LWLockRelease(AddinShmemInitLock);
 
     if (slot == nullptr)
@@ -202,33 +338,60 @@ DecimalState* decimal_state(Oid database)
     return found;
 }
 
-LWLock* decimal_lock() { return &shared->decimal_lock; }
+int64 counter_floor(NodeCounter which)
+{
+    attach_if_needed();
+    LWLockAcquire(&shared->state_lock, LW_SHARED);
+    const int64 floor = which == NodeCounter::generator ? shared->generator_floor : shared->run_floor;
+    LWLockRelease(&shared->state_lock);
+    return floor;
+}
+
+bool claim_counter(NodeCounter which, int64 value)
+{
+    attach_if_needed();
+    raise_if_corrupt();
+    LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
+    int64& floor = which == NodeCounter::generator ? shared->generator_floor : shared->run_floor;
+    const bool fresh = value > floor;
+    if (fresh) {
+        NodeState st = persisted_state();
+        (which == NodeCounter::generator ? st.generator_floor : st.run_floor) = value;
+        hwm_write(st);
+        floor = value;
+    }
+    LWLockRelease(&shared->state_lock);
+    return fresh;
+}
 
 void cover_tick(int64 tick_ms)
 {
     const int64 until = shared->lease_until_ms.load(std::memory_order_acquire);
     if (tick_ms + lease_ms / 2 < until)
         return;
-    if (shared->hwm_corrupt)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("shardid high-water mark file \"%s\" is unreadable", hwm_path),
-                        errdetail("IDs issued before the last restart could be issued again."),
-                        errhint("If the server clock is known to be past every ID ever issued, remove the file and "
-                                "restart the server.")));
+    raise_if_corrupt();
     // Renew half way through the lease, by whoever gets the lock first, so
     // generators do not wait for the write; wait only when not covered.
     if (tick_ms < until) {
-        if (!LWLockConditionalAcquire(&shared->lease_lock, LW_EXCLUSIVE))
+        if (!LWLockConditionalAcquire(&shared->state_lock, LW_EXCLUSIVE))
             return;
     } else {
-        LWLockAcquire(&shared->lease_lock, LW_EXCLUSIVE);
+        LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     }
     if (tick_ms + lease_ms / 2 >= shared->lease_until_ms.load(std::memory_order_acquire)) {
-        const int64 new_until = tick_ms + lease_ms;
-        hwm_write(new_until);
-        shared->lease_until_ms.store(new_until, std::memory_order_release);
+        NodeState st = persisted_state();
+        st.mark_ms = tick_ms + lease_ms;
+        hwm_write(st);
+        shared->lease_until_ms.store(st.mark_ms, std::memory_order_release);
     }
-    LWLockRelease(&shared->lease_lock);
+    LWLockRelease(&shared->state_lock);
+}
+
+void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms)
+{
+    cover_tick(tick_ms);
+    if (is_coarse(layout.unit_ms))
+        cover_word(*reinterpret_cast<Slot*>(state), layout, word);
 }
 
 }  // namespace shardid::pg
@@ -240,9 +403,8 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
     using namespace shardid::pg;
     InitMaterializedSRF(fcinfo, 0);
     auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
+    attach_if_needed();
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    if (shared == nullptr)
-        attach_locked();
     const int n = shared->n_used;
     LWLockRelease(AddinShmemInitLock);
 

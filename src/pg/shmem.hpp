@@ -1,4 +1,4 @@
-// Node-wide generator state in shared memory: one slot per distinct layout
+// Node-wide generator state in shared memory (locking rules: shmem.cpp): one slot per distinct layout
 // shape (epoch, unit, widths), shared by every backend, parallel worker and
 // database of the cluster. Equal shapes share a slot, so two databases using
 // the same layout on one node never issue the same ID.
@@ -30,15 +30,26 @@ void shmem_init();
 // is cached per backend; callers on a hot path cache it themselves too.
 SlotState* slot_for(const Layout& layout);
 
-// Makes sure the persisted high-water mark covers an ID whose tick starts
-// at tick_ms before that ID is returned: writes the mark about a second
-// ahead when it is not, and renews it early (without waiting) when half of
-// it is used. Needs an earlier slot_for().
-void cover_tick(int64_t tick_ms);
+// Makes sure the persisted node state covers an ID, issued in `state` (a
+// slot_for() result) as packed word `word` in the tick that starts at
+// tick_ms, before that ID is returned: the node's high-water mark, written
+// about a second ahead (renewed early, without waiting, once half of it is
+// used), and for layouts with ticks longer than that, the layout's own
+// (tick, sequence) mark.
+void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms);
 
 // DecimalId state of a database (its generator ids come from that
-// database's sequence), and the lock under which a generator id is taken.
+// database's sequence).
 DecimalState* decimal_state(Oid database);
-LWLock* decimal_lock();
+
+// Values taken from the extension's sequences that must never come back on
+// this node: DecimalId generator ids and call-number run ids.
+enum class NodeCounter { generator, run };
+// The highest value of that kind this node ever took (-1: none).
+int64 counter_floor(NodeCounter which);
+// Records `value` as taken, durably, if it is above every value of its kind
+// taken before, and returns true; false if it is not (then it must not be
+// used).
+bool claim_counter(NodeCounter which, int64 value);
 
 }  // namespace shardid::pg

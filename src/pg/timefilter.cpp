@@ -50,6 +50,10 @@ struct Period {
     int64 lower_ms, upper_ms;
 };
 
+// A period's bounds in Unix ms. Infinite timestamps are read as what they
+// mean: a lower bound of -infinity (an upper one of infinity) leaves that
+// side unbounded, and a lower bound of infinity (an upper one of
+// -infinity) holds no finite time, so no ID.
 Period period_arg(FunctionCallInfo fcinfo, int argno)
 {
     Period p{};
@@ -57,12 +61,28 @@ Period period_arg(FunctionCallInfo fcinfo, int argno)
     p.typcache = lookup_type_cache(RangeTypeGetOid(p.range), TYPECACHE_RANGE_INFO);
     RangeBound lower, upper;
     range_deserialize(p.typcache, p.range, &lower, &upper, &p.empty);
-    p.has_lower = !p.empty && !lower.infinite;
-    p.has_upper = !p.empty && !upper.infinite;
-    if (p.has_lower)
-        p.lower_ms = unix_ms_of(DatumGetTimestampTz(lower.val), "period");
-    if (p.has_upper)
-        p.upper_ms = unix_ms_of(DatumGetTimestampTz(upper.val), "period");
+    if (p.empty)
+        return p;
+    if (!lower.infinite) {
+        const TimestampTz ts = DatumGetTimestampTz(lower.val);
+        if (TIMESTAMP_IS_NOEND(ts))
+            p.empty = true;
+        else if (!TIMESTAMP_IS_NOBEGIN(ts)) {
+            p.has_lower = true;
+            p.lower_ms = unix_ms_of(ts, "period");
+        }
+    }
+    if (!upper.infinite) {
+        const TimestampTz ts = DatumGetTimestampTz(upper.val);
+        if (TIMESTAMP_IS_NOBEGIN(ts))
+            p.empty = true;
+        else if (!TIMESTAMP_IS_NOEND(ts)) {
+            p.has_upper = true;
+            p.upper_ms = unix_ms_of(ts, "period");
+        }
+    }
+    if (p.empty)
+        p.has_lower = p.has_upper = false;
     return p;
 }
 
@@ -109,15 +129,31 @@ extern "C" Datum shardid_instagram_created_within(PG_FUNCTION_ARGS)
 }
 
 // TraceId: its time is resolved near the period's end (or now(), when the
-// period has no end).
+// period has no end), as trace_id_timestamp(id, near) does: right for IDs
+// made within the 2^25 seconds (about 388 days) before near + 1 day, since
+// the ID holds its time only modulo 2^25 s. A period that reaches back
+// further cannot be answered from the ID: every TraceId would resolve into
+// it. Such periods are refused rather than answered wrongly.
 extern "C" Datum shardid_trace_id_created_within(PG_FUNCTION_ARGS)
 {
     const int64 id = PG_GETARG_INT64(0);
     const Period p = period_arg(fcinfo, 1);
+    if (p.empty)
+        PG_RETURN_BOOL(false);
     const int64 near_ms = p.has_upper ? p.upper_ms : unix_ms_of(GetCurrentTransactionStartTimestamp(), "now");
+    const int64 window_ms = (int64(1) << trace_layout.time_bits) * 1000;
+    const int64 window_start_ms = near_ms + 86400 * int64(1000) - window_ms;
+    if (!p.has_lower || p.lower_ms < window_start_ms)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("period reaches back further than a trace id's time can tell"),
+                        errdetail("A trace id holds its time in seconds modulo 2^25 (about 388 days): it is read "
+                                  "as the latest such time not after the period's end (or now) plus one day, so a "
+                                  "period must start after %s.",
+                                  timestamptz_to_str(timestamptz_of_unix_ms(window_start_ms))),
+                        errhint("Query a shorter period, or keep the creation time in a column of its own.")));
     TraceParts parts{};
     Status status;
-    if (p.empty || !trace_decode(id, near_ms / 1000, &parts, &status))
+    if (!trace_decode(id, near_ms / 1000, &parts, &status))
         PG_RETURN_BOOL(false);
     const Datum created = TimestampTzGetDatum(timestamptz_of_unix_ms(parts.unix_s * 1000));
     PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, created));

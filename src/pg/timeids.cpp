@@ -5,6 +5,7 @@
 #include <cstring>
 
 extern "C" {
+#include "common/int.h"
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 }
@@ -33,6 +34,7 @@ PG_FUNCTION_INFO_V1(shardid_instagram_timestamp);
 PG_FUNCTION_INFO_V1(shardid_instagram_min_id);
 PG_FUNCTION_INFO_V1(shardid_check_layout);
 PG_FUNCTION_INFO_V1(shardid_presets);
+PG_FUNCTION_INFO_V1(shardid_layout_ends_at);
 }
 
 namespace {
@@ -177,35 +179,11 @@ extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT), errmsg("layout \"%.*s\" already exists", len, name),
                         errdetail("It is one of shardid's built-in layouts.")));
 
-    const TimestampTz epoch = PG_GETARG_TIMESTAMPTZ(1);
-    const int64 epoch_ms = unix_ms_of(epoch, "epoch");
-    if (timestamptz_of_unix_ms(epoch_ms) != epoch)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be a whole millisecond")));
-    const Interval* unit = PG_GETARG_INTERVAL_P(2);
-    if (unit->month != 0)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("time_unit must not contain months or years"),
-                        errdetail("Their length varies; use days, hours, seconds or milliseconds.")));
-    const int64 unit_us = unit->time + int64(unit->day) * USECS_PER_DAY;
-    if (unit_us < 1000 || unit_us % 1000 != 0)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("time_unit must be a whole number of milliseconds, at least 1 ms")));
-    int32 bits[3] = {PG_GETARG_INT32(3), PG_GETARG_INT32(4), PG_GETARG_INT32(5)};
-    for (int32 b : bits)
-        if (b < 0 || b > 63)
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("bit widths must be between 0 and 63, not %d", b)));
-
     char name_z[64];
     memcpy(name_z, name, len);
     name_z[len] = '\0';
-    const Layout layout{name_z, epoch_ms, unit_us / 1000, uint8_t(bits[0]), uint8_t(bits[1]), uint8_t(bits[2]),
-                        false, 0};
-    Status status;
-    if (!guarded(status, [&] {
-            status = layout.validate();
-            return status.ok();
-        }))
-        raise(status);
+    (void)user_layout(name_z, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_INTERVAL_P(2), PG_GETARG_INT32(3),
+                      PG_GETARG_INT32(4), PG_GETARG_INT32(5));
     PG_RETURN_VOID();
 }
 
@@ -222,4 +200,19 @@ extern "C" Datum shardid_presets(PG_FUNCTION_ARGS)
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     return (Datum)0;
+}
+
+// The first instant a layout's time field cannot hold: epoch + unit *
+// 2^time_bits, in integer arithmetic ('infinity' past timestamptz's range),
+// for every layout create_layout accepts.
+extern "C" Datum shardid_layout_ends_at(PG_FUNCTION_ARGS)
+{
+    const Layout layout = user_layout("ends_at", PG_GETARG_TIMESTAMPTZ(0), PG_GETARG_INTERVAL_P(1),
+                                      PG_GETARG_INT32(2), 0, 1);
+    int64 span_ms, end_ms, end_us;
+    if (layout.time_bits >= 63 || pg_mul_s64_overflow(layout.unit_ms, int64(1) << layout.time_bits, &span_ms) ||
+        pg_add_s64_overflow(layout.epoch_ms, span_ms, &end_ms) || pg_mul_s64_overflow(end_ms, 1000, &end_us) ||
+        pg_sub_s64_overflow(end_us, unix_epoch_in_pg_us, &end_us) || !IS_VALID_TIMESTAMP(end_us))
+        PG_RETURN_TIMESTAMPTZ(DT_NOEND);
+    PG_RETURN_TIMESTAMPTZ(end_us);
 }

@@ -106,7 +106,11 @@ struct FuzzClock {
     int64_t ms;
     Input* in;
     int64_t now_ms() const { return ms; }
-    void pause(int64_t left) { ms += left > 0 ? left : 1; }
+    bool pause(int64_t left)
+    {
+        ms += left > 0 ? left : 1;
+        return true;
+    }
 };
 
 void fuzz_engine(Input& in)

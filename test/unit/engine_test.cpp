@@ -20,10 +20,14 @@ struct FakeClock {
     std::atomic<int64_t> ms{0};
     int pauses = 0;
     int64_t now_ms() const { return ms.load(); }
-    void pause(int64_t ms_left)
+    bool give_up = false;  // pause() refuses: as an interrupted backend's clock does
+    bool pause(int64_t ms_left)
     {
         pauses++;
+        if (give_up)
+            return false;
         ms += std::max<int64_t>(1, ms_left);
+        return true;
     }
 };
 
@@ -125,6 +129,22 @@ TEST_F(Engine, SequenceCountsUpWithinATickAndRestartsOnTheNext)
     EXPECT_EQ(next(tiny, 3), tiny.compose(4000, 3, 2));
     clock.ms = 5001;
     EXPECT_EQ(next(tiny, 3), tiny.compose(4001, 3, 0));
+}
+
+TEST_F(Engine, AWaitTheClockGivesUpFailsAsInterruptedAndIssuesNothing)
+{
+    clock.ms = 5000;
+    for (int i = 0; i < 8; i++)
+        next(tiny, 1);
+    const uint64_t before = slot.last.load();
+    clock.give_up = true;
+    uint64_t id = 0;
+    Status status;
+    EXPECT_FALSE(next_id(tiny, slot, clock, 10000, 1, &id, &status));
+    EXPECT_EQ(status.error, Error::interrupted);
+    EXPECT_EQ(slot.last.load(), before) << "an interrupted wait leaves the state as it was";
+    clock.give_up = false;
+    EXPECT_EQ(next(tiny, 1), tiny.compose(4001, 1, 0)) << "and the next call carries on";
 }
 
 TEST_F(Engine, ExhaustedSequenceWaitsForTheNextTick)
@@ -320,7 +340,11 @@ TEST(EngineThreads, ContendingThreadsNeverCollide)
     SlotState slot{};
     struct RealishClock {
         int64_t now_ms() const { return SystemClock{}.now_ms(); }
-        void pause(int64_t) const { std::this_thread::yield(); }
+        bool pause(int64_t) const
+        {
+            std::this_thread::yield();
+            return true;
+        }
     };
     constexpr Layout busy{"busy", 0, 1, 44, 4, 10, false, 0};  // 1,024 per ms: waits happen
     constexpr int threads = 4, per_thread = 50000;

@@ -1,0 +1,272 @@
+-- shardid 1.1 -> 1.2: hardening. (A fresh CREATE EXTENSION runs 1.0, 1.1
+-- and then this.)
+--   - Every SQL and PL/pgSQL body resolves names with pg_catalog first and
+--     nothing a caller controls: search_path = pg_catalog, pg_temp, and the
+--     extension's own objects qualified with its schema.
+--   - The layout catalog refuses TRUNCATE too.
+--   - The key ring's `default` key is made here, so that no function that
+--     reads keys ever writes; a dump restored into a new database brings
+--     back its source's (older) `default` row, and the oldest row of a key
+--     name is the key.
+--   - shardid_layouts computes ends_at without interval overflow.
+\echo Use "ALTER EXTENSION shardid UPDATE TO '1.2'" to load this file. \quit
+
+-- The layout catalog: permanent against UPDATE, DELETE and TRUNCATE.
+CREATE OR REPLACE FUNCTION shardid_refuse_layout_change() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF TG_OP = 'TRUNCATE' THEN
+        RAISE EXCEPTION 'the shardid layout catalog cannot be truncated'
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'IDs already issued with a layout are decoded and ordered by its definition.',
+                  HINT = 'Layouts are removed only with the extension (DROP EXTENSION shardid).';
+    END IF;
+    RAISE EXCEPTION 'layout "%" cannot be changed or dropped', OLD.name
+        USING ERRCODE = 'object_not_in_prerequisite_state',
+              DETAIL = 'IDs already issued with a layout are decoded and ordered by its definition.',
+              HINT = 'Create a layout with a new name instead.';
+END $$;
+COMMENT ON FUNCTION shardid_refuse_layout_change() IS
+    'trigger: layouts are permanent (refuses UPDATE, DELETE and TRUNCATE of shardid_user_layout)';
+CREATE TRIGGER shardid_user_layout_no_truncate
+    BEFORE TRUNCATE ON shardid_user_layout
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_refuse_layout_change();
+
+CREATE OR REPLACE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
+                                         time_bits integer, shard_bits integer, sequence_bits integer)
+    RETURNS void
+    LANGUAGE plpgsql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    PERFORM @extschema@.shardid_check_layout(name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
+    INSERT INTO @extschema@.shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
+    VALUES (name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
+EXCEPTION WHEN unique_violation THEN
+    RAISE EXCEPTION 'layout "%" already exists', name
+        USING ERRCODE = 'duplicate_object',
+              DETAIL = 'A layout cannot be redefined: IDs already issued depend on its definition.';
+END $$;
+
+-- ends_at of any layout create_layout accepts ('infinity' past timestamptz's range).
+CREATE FUNCTION shardid_layout_ends_at(epoch timestamptz, time_unit interval, time_bits integer)
+    RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'shardid_layout_ends_at'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION shardid_layout_ends_at(timestamptz, interval, integer) IS
+    'the first instant a layout''s time field cannot hold (infinity beyond timestamptz''s range)';
+
+CREATE OR REPLACE VIEW shardid_layouts AS
+SELECT l.name, l.builtin, l.epoch, l.time_unit, l.time_bits, l.shard_bits, l.sequence_bits,
+       l.time_bits + l.shard_bits + l.sequence_bits AS total_bits,
+       l.time_bits + l.shard_bits + l.sequence_bits <= 53 AS javascript_safe,
+       (1::bigint << l.shard_bits) AS shards,
+       (1::bigint << l.sequence_bits) AS ids_per_tick,
+       @extschema@.shardid_layout_ends_at(l.epoch, l.time_unit, l.time_bits) AS ends_at
+FROM (SELECT p.*, true AS builtin FROM @extschema@.shardid_presets() p
+      UNION ALL
+      SELECT u.name, u.epoch, u.time_unit, u.time_bits, u.shard_bits, u.sequence_bits, false
+      FROM @extschema@.shardid_user_layout u) l;
+
+-- DecimalId progressions. The generator ids a node takes never come back
+-- (src/pg/counters.cpp), so a rolled-back call cannot make them repeat.
+CREATE OR REPLACE FUNCTION decimal_id_generator_progression(node_index integer, node_count integer) RETURNS bigint
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    last_used bigint;
+    called boolean;
+    next_id bigint;
+    seq regclass;
+BEGIN
+    IF node_count IS NULL OR node_index IS NULL OR node_count < 1 OR node_index < 0 OR node_index >= node_count THEN
+        RAISE EXCEPTION 'node_index must be between 0 and node_count - 1, and node_count at least 1'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    SELECT s.last_value, s.is_called INTO last_used, called FROM @extschema@.shardid_generator_seq s;
+    -- The smallest value of this node's progression that it has not used.
+    next_id := CASE WHEN called THEN last_used + 1 ELSE last_used END;
+    next_id := next_id + ((node_index - next_id) % node_count + node_count) % node_count;
+    IF next_id > 99999 THEN
+        RAISE EXCEPTION 'no generator id left for node % of %', node_index, node_count
+            USING ERRCODE = 'sequence_generator_limit_exceeded';
+    END IF;
+    SELECT c.oid::regclass INTO seq
+      FROM pg_class c JOIN pg_extension e ON e.extnamespace = c.relnamespace
+     WHERE e.extname = 'shardid' AND c.relname = 'shardid_generator_seq';
+    EXECUTE format('ALTER SEQUENCE %s INCREMENT BY %s RESTART WITH %s', seq, node_count, next_id);
+    RETURN @extschema@.decimal_id_new_generator();
+END $$;
+
+-- The key ring. A key name may have more than one row after a restore (see
+-- above): the oldest is the key, so the key is (name, created_at).
+ALTER TABLE shardid_key DROP CONSTRAINT shardid_key_pkey;
+ALTER TABLE shardid_key ADD PRIMARY KEY (name, created_at);
+INSERT INTO shardid_key (name, secret)
+SELECT 'default', shardid_random_key()
+WHERE NOT EXISTS (SELECT FROM shardid_key k WHERE k.name OPERATOR(pg_catalog.=) 'default');
+COMMENT ON TABLE shardid_key IS
+    'secrets of obfuscate_id/reveal_id and of the call-number shuffle; superusers only; dumped by pg_dump; '
+    'the oldest row of a name is the key';
+
+CREATE OR REPLACE FUNCTION create_obfuscation_key(name text, secret bytea DEFAULT NULL) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF secret IS NOT NULL AND length(secret) <> 16 THEN
+        RAISE EXCEPTION 'an obfuscation key is 16 bytes, not %', length(secret)
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Leave secret out to get a random one.';
+    END IF;
+    IF name IS NULL OR name !~ '^[a-z0-9_]{1,63}$' THEN
+        RAISE EXCEPTION 'invalid key name "%"', name
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'Key names are 1 to 63 characters: lowercase letters, digits and ''_''.';
+    END IF;
+    LOCK TABLE @extschema@.shardid_key IN SHARE ROW EXCLUSIVE MODE;
+    IF EXISTS (SELECT FROM @extschema@.shardid_key k WHERE k.name = create_obfuscation_key.name) THEN
+        RAISE EXCEPTION 'obfuscation key "%" already exists', name
+            USING ERRCODE = 'duplicate_object',
+                  DETAIL = 'Replacing a key would make every ID obfuscated with it unreadable.',
+                  HINT = 'Create a key with a new name and switch to it; keep the old one for reveal_id.';
+    END IF;
+    INSERT INTO @extschema@.shardid_key (name, secret)
+    VALUES (name, coalesce(secret, @extschema@.shardid_random_key()));
+END $$;
+COMMENT ON FUNCTION create_obfuscation_key(text, bytea) IS
+    'add a key to the key ring, random unless a 16-byte secret is given (superusers)';
+
+CREATE OR REPLACE FUNCTION drop_obfuscation_key(name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    DELETE FROM @extschema@.shardid_key k WHERE k.name = drop_obfuscation_key.name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'obfuscation key "%" does not exist', name USING ERRCODE = 'undefined_object';
+    END IF;
+END $$;
+COMMENT ON FUNCTION drop_obfuscation_key(text) IS
+    'remove a key from the key ring: IDs obfuscated with it can no longer be revealed (superusers)';
+
+-- Converting an existing key column: everything pinned; the extension's
+-- schema is read from the catalog (quoted as needed), not pasted as text.
+CREATE OR REPLACE FUNCTION shardid_convert_column(tbl regclass, col name, layout text DEFAULT 'snowflake')
+    RETURNS text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    att record;
+    seq regclass;
+    max_existing bigint;
+    first_new bigint;
+    fk record;
+    ext_schema text;
+BEGIN
+    SELECT e.extnamespace::regnamespace::text INTO ext_schema
+      FROM pg_extension e WHERE e.extname = 'shardid';
+    SELECT a.attnum, a.atttypid::regtype AS type, a.attidentity
+      INTO att
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped AND a.attnum > 0;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of % does not exist', col, tbl USING ERRCODE = 'undefined_column';
+    END IF;
+    IF att.type NOT IN ('smallint'::regtype, 'integer'::regtype, 'bigint'::regtype) THEN
+        RAISE EXCEPTION 'column "%" of % is %, not an integer', col, tbl, att.type
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'shardid_convert_column() converts smallint, integer and bigint keys.';
+    END IF;
+    PERFORM 1 FROM @extschema@.shardid_layouts l WHERE l.name = layout;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'layout "%" does not exist', layout USING ERRCODE = 'undefined_object';
+    END IF;
+
+    -- New IDs must sort above every existing value.
+    EXECUTE format('SELECT max(%I)::bigint FROM %s', col, tbl) INTO max_existing;
+    first_new := @extschema@.id_min(layout, now());
+    IF max_existing IS NOT NULL AND max_existing >= first_new THEN
+        RAISE EXCEPTION 'existing values of %.% reach %, above the IDs layout "%" issues now',
+                        tbl, col, max_existing, layout
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'New IDs would not sort above the existing ones, and could collide with them.',
+                  HINT = 'Use a layout whose IDs are larger (an earlier epoch, or more bits below the time).';
+    END IF;
+
+    -- Widen to bigint, referencing foreign-key columns too.
+    IF att.type <> 'bigint'::regtype THEN
+        FOR fk IN
+            SELECT c.conrelid::regclass AS rel, a.attname AS refcol
+              FROM pg_constraint c
+              JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = c.conkey[array_position(c.confkey, att.attnum)]
+             WHERE c.contype = 'f' AND c.confrelid = tbl AND att.attnum = ANY (c.confkey)
+        LOOP
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint', fk.rel, fk.refcol);
+        END LOOP;
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I TYPE bigint', tbl, col);
+    END IF;
+
+    -- Drop the identity, or the serial default and its sequence.
+    IF att.attidentity <> '' THEN
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', tbl, col);
+    ELSE
+        seq := pg_get_serial_sequence(tbl::text, col)::regclass;
+        EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP DEFAULT', tbl, col);
+        IF seq IS NOT NULL THEN
+            EXECUTE format('DROP SEQUENCE %s', seq);
+        END IF;
+    END IF;
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.next_id(%L)', tbl, col, ext_schema, layout);
+    RETURN format('%s.%s now defaults to next_id(%L); existing values up to %s kept', tbl, col, layout,
+                  coalesce(max_existing::text, 'none'));
+END $$;
+
+-- Every function carries a comment (\df+ is the reference users read).
+COMMENT ON FUNCTION shardid_check_layout(text, timestamptz, interval, integer, integer, integer) IS
+    'create_layout()''s checks of a layout definition; raises an error for anything the engine cannot use';
+COMMENT ON FUNCTION shardid_presets() IS 'the built-in layouts, for the shardid_layouts view';
+COMMENT ON FUNCTION id_decode(text, bigint) IS 'fields of an ID of the layout: creation time (start of its tick), shard, sequence';
+COMMENT ON FUNCTION id_timestamp(text, bigint) IS 'creation time of an ID of the layout (start of its tick)';
+COMMENT ON FUNCTION id_compose(text, timestamptz, integer, integer) IS
+    'the ID of the layout for a time (floored to its tick), shard and sequence';
+COMMENT ON FUNCTION snowflake_decode(bigint) IS 'fields of a snowflake ID: creation time, shard, sequence';
+COMMENT ON FUNCTION snowflake_timestamp(bigint) IS 'creation time of a snowflake ID';
+COMMENT ON FUNCTION snowflake_min_id(timestamptz) IS
+    'smallest snowflake ID at or after ts: WHERE id >= snowflake_min_id(ts) uses the key index';
+COMMENT ON FUNCTION instagram_decode(bigint) IS 'fields of an Instagram-style ID: creation time, shard, sequence';
+COMMENT ON FUNCTION instagram_timestamp(bigint) IS 'creation time of an Instagram-style ID';
+COMMENT ON FUNCTION instagram_min_id(timestamptz) IS
+    'smallest Instagram-style ID at or after ts: WHERE id >= instagram_min_id(ts) uses the key index';
+COMMENT ON FUNCTION decimal_id_decode(bigint) IS 'fields of a DecimalId: counter, generator id, launch id';
+COMMENT ON FUNCTION call_number_decode(text) IS
+    'version, run id and sequence of a call number (with the key shardid.call_number_key names)';
+COMMENT ON FUNCTION call_number_compose(integer, integer, integer) IS
+    'the call number of a version, run id and sequence (with the key shardid.call_number_key names)';
+COMMENT ON FUNCTION base62_decode(text) IS 'the bigint of a base62 text (0-9A-Za-z)';
+COMMENT ON FUNCTION base32_decode(text) IS 'the bigint of a Crockford base32 text (case-insensitive; I and L read as 1, O as 0)';
+COMMENT ON FUNCTION eightbyte_id_build(timestamptz, integer, integer, integer, text) IS
+    'the 8-byte id of the given fields, in spread or time_sequential mode';
+COMMENT ON FUNCTION eightbyte_id_decode(bytea) IS
+    'fields of an 8-byte id: creation time, sequence, generator id, cluster id, mode';
+COMMENT ON FUNCTION eightbyte_id_to_bigint(bytea) IS 'a time-sequential 8-byte id as a positive bigint (same order)';
+COMMENT ON FUNCTION eightbyte_id_from_bigint(bigint) IS 'the 8-byte id of a bigint made by eightbyte_id_to_bigint';
+COMMENT ON FUNCTION shardid_key_ring_changed() IS
+    'trigger: tells every session to forget the keys it cached when the key ring changes';
+COMMENT ON FUNCTION shardid_random_key() IS 'a random 16-byte secret for the key ring (superusers)';
+COMMENT ON FUNCTION shardid_created_within_support(internal) IS
+    'planner support of the *_created_within predicates: an index range condition on the ID';
+COMMENT ON FUNCTION id_range_min(text, tstzrange) IS 'the first ID the layout can issue within the period (whole ticks)';
+COMMENT ON FUNCTION id_range_max(text, tstzrange) IS 'the last ID the layout can issue within the period (whole ticks)';
+COMMENT ON FUNCTION trace_id_range_min(tstzrange) IS
+    'the first TraceId of the period (1 when the period crosses a 2^25-second wrap)';
+COMMENT ON FUNCTION trace_id_range_max(tstzrange) IS
+    'the last TraceId of the period (the largest bigint when the period crosses a 2^25-second wrap)';
+COMMENT ON FUNCTION snowflake_created_within(bigint, tstzrange) IS
+    'was the snowflake ID created within the period? Planned as an index range condition on the ID';
+COMMENT ON FUNCTION instagram_created_within(bigint, tstzrange) IS
+    'was the Instagram-style ID created within the period? Planned as an index range condition on the ID';
