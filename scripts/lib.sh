@@ -37,7 +37,8 @@ ensure_deps() {
         "/usr/include/gtest/gtest.h:libgtest-dev" \
         "/usr/include/benchmark/benchmark.h:libbenchmark-dev" \
         "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-14-dev" \
-        "/usr/bin/python3:python3" "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps"; do
+        "/usr/bin/python3:python3" "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps" \
+        "/usr/bin/sqlsmith:sqlsmith"; do
         [ -e "${want%%:*}" ] || missing+=("${want#*:}")
     done
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then

@@ -142,7 +142,7 @@ fi
 
 # --- faults on real servers (restarts, crashes, clock steps) and several ---
 # --- nodes joined by logical replication -----------------------------------
-for script in test/faults/*.sh test/multinode/*.sh test/random/*.sh; do
+for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/random/*.sh; do
     out=$(bash "$script" 2>&1)
     grep -E '^(PASS|FAIL)' <<<"$out"
     ok=$(grep -c '^PASS' <<<"$out")

@@ -34,6 +34,56 @@ CREATE TRIGGER shardid_user_layout_no_truncate
     BEFORE TRUNCATE ON shardid_user_layout
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_refuse_layout_change();
 
+-- A user layout's definition is kept twice: as the catalog row, and as a
+-- function of its own, "shardid_layout$<name>"(), owned by the extension's
+-- owner and dependent on the extension (DROP EXTENSION drops it) but not
+-- part of it. pg_dump restores that function with the schema, before any
+-- table's rows; the catalog's rows come back with the data, possibly after
+-- a table whose generated column, CHECK constraint or default uses the
+-- layout. Until they do, shardid reads the layout from its function
+-- (src/pg/layouts.cpp: only a superuser-owned SQL function of that name in
+-- the extension's schema counts).
+CREATE FUNCTION shardid_layout_anchor_name(name text) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_layout_anchor_name'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION shardid_layout_anchor_name(text) IS
+    'the name of the function that carries a layout through pg_dump ("shardid_layout$<name>", hashed when too long)';
+CREATE FUNCTION shardid_layout_anchor_body(name text, epoch timestamptz, time_unit interval, time_bits integer,
+                                           shard_bits integer, sequence_bits integer) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_layout_anchor_body'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION shardid_layout_anchor_body(text, timestamptz, interval, integer, integer, integer) IS
+    'the SQL body of the function that carries a layout''s definition through pg_dump';
+
+CREATE FUNCTION shardid_anchor_layout(layout_name text) RETURNS void
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    l record;
+    fn text;
+BEGIN
+    SELECT u.* INTO l FROM @extschema@.shardid_user_layout u WHERE u.name = layout_name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'layout "%" does not exist', layout_name USING ERRCODE = 'undefined_object';
+    END IF;
+    SELECT format('%s.%I()', e.extnamespace::regnamespace, @extschema@.shardid_layout_anchor_name(l.name)) INTO fn
+      FROM pg_extension e WHERE e.extname = 'shardid';
+    EXECUTE format('CREATE OR REPLACE FUNCTION %s RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS %L', fn,
+                   @extschema@.shardid_layout_anchor_body(l.name, l.epoch, l.time_unit, l.time_bits, l.shard_bits,
+                                                          l.sequence_bits));
+    EXECUTE format('COMMENT ON FUNCTION %s IS %L', fn,
+                   format('definition of the shardid layout "%s", carried through pg_dump ahead of the table rows', l.name));
+    IF NOT EXISTS (SELECT FROM pg_depend d
+                    WHERE d.classid = 'pg_proc'::regclass AND d.objid = fn::regprocedure
+                      AND d.refclassid = 'pg_extension'::regclass AND d.deptype IN ('x', 'e')) THEN
+        EXECUTE format('ALTER FUNCTION %s DEPENDS ON EXTENSION shardid', fn);
+    END IF;
+END $$;
+REVOKE EXECUTE ON FUNCTION shardid_anchor_layout(text) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_anchor_layout(text) IS
+    'make (or remake) the "shardid_layout$<name>"() function that carries a layout through pg_dump (superusers)';
+
 CREATE OR REPLACE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
                                          time_bits integer, shard_bits integer, sequence_bits integer)
     RETURNS void
@@ -42,12 +92,32 @@ CREATE OR REPLACE FUNCTION create_layout(name text, epoch timestamptz, time_unit
     AS $$
 BEGIN
     PERFORM @extschema@.shardid_check_layout(name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
-    INSERT INTO @extschema@.shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
-    VALUES (name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
-EXCEPTION WHEN unique_violation THEN
-    RAISE EXCEPTION 'layout "%" already exists', name
-        USING ERRCODE = 'duplicate_object',
-              DETAIL = 'A layout cannot be redefined: IDs already issued depend on its definition.';
+    BEGIN
+        INSERT INTO @extschema@.shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
+        VALUES (name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
+    EXCEPTION WHEN unique_violation THEN
+        RAISE EXCEPTION 'layout "%" already exists', name
+            USING ERRCODE = 'duplicate_object',
+                  DETAIL = 'A layout cannot be redefined: IDs already issued depend on its definition.';
+    END;
+    PERFORM @extschema@.shardid_anchor_layout(name);
+END $$;
+
+-- Layouts made before 1.2 get theirs now. Made by this script, they would
+-- be members of the extension (which pg_dump does not dump): hand them
+-- back to the database, still dropped with the extension.
+DO $$
+DECLARE
+    l record;
+    fn text;
+BEGIN
+    FOR l IN SELECT u.name FROM shardid_user_layout u LOOP
+        PERFORM shardid_anchor_layout(l.name);
+        SELECT format('%s.%I()', e.extnamespace::regnamespace, shardid_layout_anchor_name(l.name)) INTO fn
+          FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'shardid';
+        EXECUTE 'ALTER EXTENSION shardid DROP FUNCTION ' || fn;
+        EXECUTE 'ALTER FUNCTION ' || fn || ' DEPENDS ON EXTENSION shardid';
+    END LOOP;
 END $$;
 
 -- ends_at of any layout create_layout accepts ('infinity' past timestamptz's range).

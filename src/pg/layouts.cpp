@@ -5,7 +5,13 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/pg_language_d.h"
+#include "catalog/pg_proc.h"
 #include "common/int.h"
+#include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "utils/syscache.h"
 #include "catalog/pg_type_d.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -57,6 +63,67 @@ LayoutEntry* find_user_entry(const char* name, int len)
     return nullptr;
 }
 
+constexpr const char* anchor_format = "SELECT 'shardid layout v1: name=%s epoch_ms=%lld unit_ms=%lld time_bits=%d "
+                                     "shard_bits=%d sequence_bits=%d'::text";
+
+// A layout whose catalog row is not there (yet): a restore of a dump
+// brings back the layout's "shardid_layout$<name>"() function with the
+// schema, before the catalog's rows (see shardid--1.1--1.2.sql). Only a SQL
+// function of that name in the extension's schema, owned by a superuser,
+// counts; its body is the one shardid_layout_anchor_body() wrote.
+bool anchored_layout(Oid nsp, const char* name, Layout* out)
+{
+    char* fname = layout_anchor_name(name);
+    List* qualified = list_make2(makeString(get_namespace_name(nsp)), makeString(fname));
+    const Oid fn = LookupFuncName(qualified, 0, nullptr, true);
+    if (!OidIsValid(fn))
+        return false;
+    HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+    if (!HeapTupleIsValid(tup))
+        return false;
+    const auto* form = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup));
+    bool usable = form->prolang == SQLlanguageId && superuser_arg(form->proowner);
+    char* body = nullptr;
+    if (usable) {
+        bool isnull;
+        const Datum src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+        usable = !isnull;
+        if (usable)
+            body = TextDatumGetCString(src);
+    }
+    ReleaseSysCache(tup);
+    long long epoch_ms = 0, unit_ms = 0;
+    int time_bits = 0, shard_bits = 0, sequence_bits = 0;
+    if (usable) {
+        // The body must be exactly what layout_anchor_body() writes for this
+        // name: read its numbers, then write it again and compare.
+        char format[320];
+        snprintf(format, sizeof format,
+                 "SELECT 'shardid layout v1: name=%s epoch_ms=%%lld unit_ms=%%lld time_bits=%%d shard_bits=%%d "
+                 "sequence_bits=%%d'::text",
+                 name);
+        usable = sscanf(body, format, &epoch_ms, &unit_ms, &time_bits, &shard_bits, &sequence_bits) == 5;
+        usable = usable && strcmp(psprintf(anchor_format, name, epoch_ms, unit_ms, time_bits, shard_bits,
+                                           sequence_bits),
+                                  body) == 0;
+    }
+    if (!usable)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("layout \"%s\" has no catalog row, and function %s is not shardid's definition of it",
+                               name, fname),
+                        errhint("Restore the layout catalog (shardid_user_layout) from the dump.")));
+    *out = Layout{name, epoch_ms, unit_ms, uint8_t(time_bits), uint8_t(shard_bits), uint8_t(sequence_bits), false, 0};
+    Status status;
+    if (time_bits < 0 || time_bits > 63 || shard_bits < 0 || shard_bits > 63 || sequence_bits < 0 ||
+        sequence_bits > 63 || !guarded(status, [&] {
+            status = out->validate();
+            return status.ok();
+        }))
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("the definition of layout \"%s\" in function %s is invalid", name, fname)));
+    return true;
+}
+
 // Reads a user layout from the catalog of the schema the calling function
 // lives in (the extension's schema), or returns nullptr. The row is read
 // and converted in C (src/pg/catalog.hpp), and checked like create_layout()
@@ -67,19 +134,22 @@ LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
         CacheRegisterRelcacheCallback(invalidate_user_layouts, (Datum)0);
         callback_registered = true;
     }
-    const TableRows t =
-        rows_with_key(get_func_namespace(fcinfo->flinfo->fn_oid), "shardid_user_layout", "name", name, len);
-    if (t.rows == NIL)
-        return nullptr;
-    HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
+    const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+    const TableRows t = rows_with_key(nsp, "shardid_user_layout", "name", name, len);
     char name_z[max_name_len + 1];
     memcpy(name_z, name, len);
     name_z[len] = '\0';
-    const Layout layout = user_layout(name_z, DatumGetTimestampTz(row_value(t, row, "epoch")),
-                                      DatumGetIntervalP(row_value(t, row, "time_unit")),
-                                      DatumGetInt16(row_value(t, row, "time_bits")),
-                                      DatumGetInt16(row_value(t, row, "shard_bits")),
-                                      DatumGetInt16(row_value(t, row, "sequence_bits")));
+    Layout layout;
+    if (t.rows != NIL) {
+        HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
+        layout = user_layout(name_z, DatumGetTimestampTz(row_value(t, row, "epoch")),
+                             DatumGetIntervalP(row_value(t, row, "time_unit")),
+                             DatumGetInt16(row_value(t, row, "time_bits")),
+                             DatumGetInt16(row_value(t, row, "shard_bits")),
+                             DatumGetInt16(row_value(t, row, "sequence_bits")));
+    } else if (!anchored_layout(nsp, name_z, &layout)) {
+        return nullptr;
+    }
     if (n_user_entries == max_slots)
         invalidate_user_layouts((Datum)0, InvalidOid);
     LayoutEntry* entry = &user_entries[n_user_entries++];
@@ -133,6 +203,25 @@ Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, in
         }))
         raise(status);
     return layout;
+}
+
+char* layout_anchor_body(const Layout& layout)
+{
+    return psprintf(anchor_format, layout.name, (long long)layout.epoch_ms, (long long)layout.unit_ms,
+                    int(layout.time_bits), int(layout.shard_bits), int(layout.sequence_bits));
+}
+
+char* layout_anchor_name(const char* name)
+{
+    constexpr const char* prefix = "shardid_layout$";
+    const size_t len = strlen(name);
+    if (strlen(prefix) + len < NAMEDATALEN)
+        return psprintf("%s%s", prefix, name);
+    // Too long for an identifier: the first 24 characters and a hash of all.
+    uint64 hash = 14695981039346656037ull;  // FNV-1a
+    for (size_t i = 0; i < len; i++)
+        hash = (hash ^ uint8(name[i])) * 1099511628211ull;
+    return psprintf("%s%.24s$%016llx", prefix, name, (unsigned long long)hash);
 }
 
 LayoutEntry& preset_entry(const Layout& preset)

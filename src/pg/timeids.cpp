@@ -35,6 +35,8 @@ PG_FUNCTION_INFO_V1(shardid_instagram_min_id);
 PG_FUNCTION_INFO_V1(shardid_check_layout);
 PG_FUNCTION_INFO_V1(shardid_presets);
 PG_FUNCTION_INFO_V1(shardid_layout_ends_at);
+PG_FUNCTION_INFO_V1(shardid_layout_anchor_body);
+PG_FUNCTION_INFO_V1(shardid_layout_anchor_name);
 }
 
 namespace {
@@ -215,4 +217,27 @@ extern "C" Datum shardid_layout_ends_at(PG_FUNCTION_ARGS)
         pg_sub_s64_overflow(end_us, unix_epoch_in_pg_us, &end_us) || !IS_VALID_TIMESTAMP(end_us))
         PG_RETURN_TIMESTAMPTZ(DT_NOEND);
     PG_RETURN_TIMESTAMPTZ(end_us);
+}
+
+namespace {
+const char* layout_name_arg(FunctionCallInfo fcinfo, int argno)
+{
+    text* t = PG_GETARG_TEXT_PP(argno);
+    const int len = VARSIZE_ANY_EXHDR(t);
+    if (len < 1 || len > 63)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid layout name")));
+    return text_to_cstring(t);
+}
+}  // namespace
+
+extern "C" Datum shardid_layout_anchor_body(PG_FUNCTION_ARGS)
+{
+    const Layout layout = user_layout(layout_name_arg(fcinfo, 0), PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_INTERVAL_P(2),
+                                      PG_GETARG_INT32(3), PG_GETARG_INT32(4), PG_GETARG_INT32(5));
+    PG_RETURN_TEXT_P(cstring_to_text(layout_anchor_body(layout)));
+}
+
+extern "C" Datum shardid_layout_anchor_name(PG_FUNCTION_ARGS)
+{
+    PG_RETURN_TEXT_P(cstring_to_text(layout_anchor_name(layout_name_arg(fcinfo, 0))));
 }
