@@ -21,6 +21,9 @@ cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7"
     "max_connections = 30" "deadlock_timeout = '200ms'" || exit 1
 cluster_start "$dir" "$port" || exit 1
 q() { cluster_psql "$dir" "$port" -At "$@"; }
+# qt SECONDS ARGS...: q that gives up (and fails) after SECONDS, so that a
+# regression makes a test fail instead of hanging the suite.
+qt() { timeout "$1" psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres -At "${@:2}"; }
 check() {  # NAME EXPECTED ACTUAL
     if [ "$2" = "$3" ]; then echo "PASS $1"; else echo "FAIL $1: expected '$2', got '$3'"; fi
 }
@@ -145,7 +148,7 @@ for how in fast kill9; do
         while kill -0 "$pm" 2>/dev/null; do sleep 0.1; done
     fi
     cluster_start "$dir" "$port" || exit 1
-    out=$(q -c "SET statement_timeout = '5s'" \
+    out=$(qt 30 -c "SET statement_timeout = '5s'" \
             -c "INSERT INTO hourly SELECT next_id('hourly_wide', 1), 1 FROM generate_series(1, 10)" \
             -c "SELECT (SELECT min(id) FROM hourly WHERE phase = 1) > (SELECT max(id) FROM hourly WHERE phase = 0)" 2>&1)
     check "hour_long_ticks_generate_at_once_after_restart_${how}_and_above_earlier_ids" t "$out"
@@ -161,9 +164,24 @@ q -c "CREATE TABLE issued_decimal (id bigint PRIMARY KEY)" -c "CREATE TABLE issu
 q -c "DROP EXTENSION shardid CASCADE" -c "CREATE EXTENSION shardid" >/dev/null 2>&1
 cluster_stop "$dir" fast
 cluster_start "$dir" "$port" || exit 1
-out=$(q -c "INSERT INTO issued_decimal SELECT next_decimal_id() FROM generate_series(1, 1000)" \
+out=$(qt 60 -c "INSERT INTO issued_decimal SELECT next_decimal_id() FROM generate_series(1, 1000)" \
         -c "SELECT count(*) FROM issued_decimal" 2>&1)
 check decimal_ids_after_drop_create_and_restart_are_new 2000 "$out"
-out=$(q -c "SELECT count(*) FROM (SELECT (call_number_decode(next_call_number())).run_id AS run FROM generate_series(1, 100)) n
+out=$(qt 60 -c "SELECT count(*) FROM (SELECT (call_number_decode(next_call_number())).run_id AS run FROM generate_series(1, 100)) n
             WHERE run <= (SELECT max(run_id) FROM issued_runs)" 2>&1)
 check call_number_runs_after_drop_create_and_restart_are_new 0 "$out"
+
+# --- 5. the node state file: 1.1's one-line format is honoured, a damaged
+# ---    file refuses generation rather than guessing ----------------------
+cluster_stop "$dir" fast
+mark=$(( ($(date +%s) + 3600) * 1000 ))
+printf 'shardid high-water mark v1\n%s\n' "$mark" | as_pg tee "$dir/data/shardid.hwm" >/dev/null
+cluster_start "$dir" "$port" || exit 1
+out=$(q -c "SET shardid.max_clock_lead = '2h'" -c "SELECT next_trace_id() > 0" \
+        -c "SELECT (extract(epoch FROM restart_floor) * 1000)::bigint FROM shardid_status LIMIT 1" 2>&1)
+check a_mark_file_of_shardid_1_1_is_honoured "$(printf 't\n%s' "$mark")" "$out"
+cluster_stop "$dir" fast
+printf 'shardid node state v2\nmark 12x\n' | as_pg tee "$dir/data/shardid.hwm" >/dev/null
+cluster_start "$dir" "$port" || exit 1
+out=$(q -c "SELECT next_snowflake_id()" 2>&1; q -c "SELECT next_decimal_id()" 2>&1; q -c "SELECT next_call_number()" 2>&1)
+check a_damaged_state_file_refuses_every_generator 3 "$(grep -c 'high-water mark file "shardid.hwm" is unreadable' <<<"$out")"
