@@ -124,6 +124,22 @@ void raise_if_corrupt()
                                 "restart the server.")));
 }
 
+// A slot's persisted mark, as the state file holds it.
+SlotMark mark_of(const Slot& slot, uint64_t word)
+{
+    SlotMark m{};
+    strlcpy(m.name, slot.name, sizeof m.name);
+    m.epoch_ms = slot.shape.epoch_ms;
+    m.unit_ms = slot.shape.unit_ms;
+    m.time_bits = slot.shape.time_bits;
+    m.shard_bits = slot.shape.shard_bits;
+    m.sequence_bits = slot.shape.sequence_bits;
+    m.sequence_first = slot.shape.sequence_first;
+    m.wraps = slot.shape.wraps;
+    m.word = word;
+    return m;
+}
+
 // The state as it is persisted now. Caller holds state_lock.
 NodeState persisted_state()
 {
@@ -136,16 +152,7 @@ NodeState persisted_state()
         const uint64_t word = slot.persisted.load(std::memory_order_acquire);
         if (word == 0)
             continue;
-        SlotMark& m = st.slots[st.n_slots++];
-        strlcpy(m.name, slot.name, sizeof m.name);
-        m.epoch_ms = slot.shape.epoch_ms;
-        m.unit_ms = slot.shape.unit_ms;
-        m.time_bits = slot.shape.time_bits;
-        m.shard_bits = slot.shape.shard_bits;
-        m.sequence_bits = slot.shape.sequence_bits;
-        m.sequence_first = slot.shape.sequence_first;
-        m.wraps = slot.shape.wraps;
-        m.word = word;
+        st.slots[st.n_slots++] = mark_of(slot, word);
     }
     return st;
 }
@@ -260,18 +267,8 @@ void cover_word(Slot& slot, const Layout& layout, uint64_t word)
                 st.slots[i].word = want;
                 listed = true;
             }
-        if (!listed && st.n_slots < max_slot_marks) {
-            SlotMark& m = st.slots[st.n_slots++];
-            strlcpy(m.name, slot.name, sizeof m.name);
-            m.epoch_ms = slot.shape.epoch_ms;
-            m.unit_ms = slot.shape.unit_ms;
-            m.time_bits = slot.shape.time_bits;
-            m.shard_bits = slot.shape.shard_bits;
-            m.sequence_bits = slot.shape.sequence_bits;
-            m.sequence_first = slot.shape.sequence_first;
-            m.wraps = slot.shape.wraps;
-            m.word = want;
-        }
+        if (!listed && st.n_slots < max_slot_marks)
+            st.slots[st.n_slots++] = mark_of(slot, want);
         hwm_write(st);
         slot.persisted.store(want, std::memory_order_release);
     }
