@@ -3,7 +3,7 @@ EXTENSION = shardid
 MODULE_big = shardid
 
 CORE_OBJS = src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
-PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/shmem.o src/pg/hwm.o src/pg/timeconv.o src/pg/layouts.o \
+PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/hwm.o src/pg/timeconv.o src/pg/layouts.o \
 	src/pg/trace.o src/pg/timeids.o src/pg/counters.o src/pg/codecs.o src/pg/eightbyte.o src/pg/keys.o \
 	src/pg/timefilter.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
@@ -30,10 +30,19 @@ override with_llvm = no
 # by each source's base name: keep those unique across src/core and src/pg).
 override autodepend = yes
 
-EXTRA_CLEAN = tmp_check results regression.diffs regression.out build
+EXTRA_CLEAN = tmp_check results regression.diffs regression.out build log
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# PostgreSQL's TAP framework (PostgreSQL::Test::Cluster): failover and
+# replication scenarios on real servers. `make tapcheck`, as a user
+# PostgreSQL accepts (not root); scripts/test.sh runs it.
+PROVE_TESTS = test/tap/*.pl
+PROVE_FLAGS = --verbose
+tapcheck:
+	$(prove_installcheck)
+.PHONY: tapcheck
 
 # --- C++ tests of the pure core (no PostgreSQL needed) ---
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)

@@ -47,3 +47,6 @@ CREATE TABLE bench_identity (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 CREATE TABLE bench_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), payload text);
 CREATE TABLE bench_snowflake (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), payload text);
 CREATE TABLE bench_trace (id bigint PRIMARY KEY DEFAULT next_trace_id(), payload text);
+
+-- The node state in WAL: one row per measured round.
+CREATE TABLE bench_wal (mode text, seconds float8, wal_bytes numeric, ids bigint);

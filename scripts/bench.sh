@@ -74,6 +74,29 @@ cap_line "next_instagram_id(1)" "next_instagram_id(1)" 23 1024 $((CAP_N / 4))
 cap_line "next_eightbyte_id()" "eightbyte_id_to_bigint(next_eightbyte_id('time_sequential'))" 22 64 $((CAP_N / 64))
 echo
 
+# --- 2b. the node state in WAL: per-ID cost and WAL volume, on and off ----
+WN=$((N * 10))
+echo "## The node state in WAL: shardid.wal_log_mark on and off in the same run ($REPS interleaved rounds of $WN next_trace_id())"
+for r in $(seq "$REPS"); do
+    for mode in on off; do
+        q -v n="$WN" -v mode="$mode" <<'SQL'
+SET shardid.wal_log_mark = :mode;
+SELECT pg_current_wal_lsn() AS l0, clock_timestamp() AS t0 \gset
+SELECT count(next_trace_id()) FROM generate_series(1, :n) \g /dev/null
+INSERT INTO bench_wal SELECT :'mode', extract(epoch FROM clock_timestamp() - :'t0'), pg_current_wal_lsn() - :'l0', :n;
+SQL
+    done
+done
+table <<'SQL'
+SELECT mode AS "shardid.wal_log_mark",
+       round(min(seconds * 1e9 / ids)::numeric, 1) AS "ns/row (min)",
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds * 1e9 / ids)::numeric, 1) AS "ns/row (median)",
+       round(sum(wal_bytes) / sum(seconds)) AS "WAL bytes per second of generation",
+       round(sum(wal_bytes) / sum(ids), 4) AS "WAL bytes per ID"
+FROM bench_wal GROUP BY mode ORDER BY mode DESC;
+SQL
+echo
+
 # --- 3. two backends at once --------------------------------------------------
 echo "## Concurrency: one backend, and two at once (uncapped layout; medians of 3)"
 CN=$((N * 2))

@@ -3,7 +3,9 @@
 # builds, installs, then runs
 #   - the core's unit tests (GoogleTest), plain and under ASan + UBSan,
 #   - pg_regress, with shared_preload_libraries and without it,
-#   - the libpqxx integration tests against throwaway clusters.
+#   - the libpqxx integration tests against throwaway clusters,
+#   - PostgreSQL's TAP framework: failover to a streaming standby,
+#   - fault, hostile, multi-node and randomness scenarios on real servers.
 # Works as root (servers run as the postgres OS user) or as a user with sudo.
 # Ends with one line "N passed, N failed"; exits non-zero on any failure.
 set -u
@@ -100,6 +102,27 @@ run_regress() {  # NAME CONF TESTS...
 }
 run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
+
+# --- TAP (PostgreSQL::Test::Cluster): failover and replication ------------
+run_tap() {
+    local dir="$work/tap"
+    mkdir -p "$dir"
+    cp -r Makefile shardid.control sql expected test src "$dir"/
+    [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
+    local out
+    out=$(cd "$dir" && as_pg make -s tapcheck PG_CONFIG="$PG_CONFIG" 2>&1)
+    grep -E '^(not )?ok [0-9]+ ' <<<"$out" | sed -E 's/^ok [0-9]+ - /PASS /; s/^not ok [0-9]+ - /FAIL /'
+    local ok bad
+    ok=$(grep -cE '^ok [0-9]+ ' <<<"$out")
+    bad=$(grep -cE '^not ok [0-9]+ ' <<<"$out")
+    if ! grep -q '^Result: PASS' <<<"$out"; then
+        [ "$bad" -eq 0 ] && bad=1
+        tail -40 <<<"$out"
+        ls "$dir"/tmp_check/log/ >/dev/null 2>&1 && mkdir -p results && cp -r "$dir"/tmp_check/log results/tap-log
+    fi
+    record "tap (failover)" "$ok" "$bad"
+}
+run_tap
 
 # --- integration tests (libpqxx, real servers) -----------------------------
 if make -s build/integration_tests >/dev/null 2>build/integration.log; then

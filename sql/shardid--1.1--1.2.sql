@@ -296,6 +296,23 @@ BEGIN
                   coalesce(max_existing::text, 'none'));
 END $$;
 
+-- Monitoring: whether the node state is carried in WAL (failover safety).
+DROP VIEW shardid_status;
+DROP FUNCTION shardid_status();
+CREATE FUNCTION shardid_status(OUT layout text, OUT last_tick_at timestamptz, OUT last_sequence bigint,
+                               OUT clock_lead_ms bigint, OUT waits bigint, OUT moved_ahead bigint,
+                               OUT issued_behind_clock bigint, OUT high_water_mark timestamptz,
+                               OUT restart_floor timestamptz, OUT high_water_mark_unreadable boolean,
+                               OUT mark_in_wal boolean)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'shardid_status'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION shardid_status() IS
+    'node-wide generator state per layout: last tick, clock lead, waits, absorbed clock steps, high-water mark, '
+    'whether the mark is carried in WAL';
+CREATE VIEW shardid_status AS SELECT * FROM @extschema@.shardid_status();
+GRANT SELECT ON shardid_status TO PUBLIC;
+
 -- Every function carries a comment (\df+ is the reference users read).
 COMMENT ON FUNCTION shardid_check_layout(text, timestamptz, interval, integer, integer, integer) IS
     'create_layout()''s checks of a layout definition; raises an error for anything the engine cannot use';

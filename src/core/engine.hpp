@@ -59,6 +59,15 @@ inline void resume_above(const Layout& layout, SlotState& slot, int64_t floor_ms
         slot.last.store(layout.pack(uint64_t(tick), layout.sequence_max()), std::memory_order_relaxed);
 }
 
+// Raises the slot's last issued word to at least `word` (a replayed mark:
+// never lowers it).
+inline void raise_last(SlotState& slot, uint64_t word)
+{
+    uint64_t last = slot.last.load(std::memory_order_acquire);
+    while (last < word && !slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel))
+        ;
+}
+
 // Issues the next ID of `layout` for `shard` (already checked against the
 // shard field), and the Unix ms at which its tick starts (for the
 // high-water mark). On failure fills *status and returns false.

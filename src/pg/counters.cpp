@@ -27,6 +27,7 @@ extern "C" {
 #include "pg/layouts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
+#include "pg/wal.hpp"
 
 using namespace shardid;
 using namespace shardid::pg;
@@ -94,6 +95,7 @@ void restart_sequence_at(const Sequence& seq, int64 value)
 // residue.
 int64 take_fresh(const Sequence& seq, NodeCounter which)
 {
+    refuse_on_standby();
     for (;;) {
         const int64 value = nextval_internal(seq.relid, false);
         const int64 floor = counter_floor(which);
@@ -149,6 +151,7 @@ namespace {
 // interrupts it, and no LWLock is held while waiting for it.
 int64 install_generator(FunctionCallInfo fcinfo, bool force)
 {
+    refuse_on_standby();
     if (decimal == nullptr)
         decimal = decimal_state(MyDatabaseId);
     const Sequence seq = extension_sequence(fcinfo, "shardid_generator_seq");

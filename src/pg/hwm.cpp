@@ -87,6 +87,42 @@ bool parse_v2(const char* p, NodeState* st)
 }
 }  // namespace
 
+bool node_state_parse(const char* text, size_t len, NodeState* st)
+{
+    *st = NodeState{};
+    if (strnlen(text, len) != len)
+        return false;
+    char* buf = pnstrdup(text, len);
+    NodeState parsed;
+    bool ok;
+    const size_t v1 = strlen(header_v1), v2 = strlen(header_v2);
+    if (strncmp(buf, header_v1, v1) == 0) {
+        const char* p = buf + v1;
+        long long mark;
+        ok = parse_int(p, &mark) && mark >= 0 && strcmp(p, "\n") == 0;
+        parsed.mark_ms = mark;
+    } else {
+        ok = strncmp(buf, header_v2, v2) == 0 && parse_v2(buf + v2, &parsed);
+    }
+    pfree(buf);
+    if (ok)
+        *st = parsed;
+    return ok;
+}
+
+void node_state_format(const NodeState& st, StringInfo out)
+{
+    appendStringInfoString(out, header_v2);
+    appendStringInfo(out, "mark %lld\ngenerator %lld\nrun %lld\n", (long long)st.mark_ms,
+                     (long long)st.generator_floor, (long long)st.run_floor);
+    for (int i = 0; i < st.n_slots; i++) {
+        const SlotMark& m = st.slots[i];
+        appendStringInfo(out, "slot %s %lld %lld %u %u %u %u %u %llu\n", m.name, (long long)m.epoch_ms,
+                         (long long)m.unit_ms, m.time_bits, m.shard_bits, m.sequence_bits, m.sequence_first,
+                         unsigned(m.wraps), (unsigned long long)m.word);
+    }
+}
+
 HwmRead hwm_read(NodeState* st)
 {
     *st = NodeState{};
@@ -100,25 +136,9 @@ HwmRead hwm_read(NodeState* st)
     char* buf = static_cast<char*>(palloc(max_file + 1));
     const ssize_t n = read(fd, buf, max_file);
     CloseTransientFile(fd);
-    if (n <= 0 || size_t(n) == max_file)
-        return HwmRead::corrupt;
-    buf[n] = '\0';
-    if (strlen(buf) != size_t(n))
-        return HwmRead::corrupt;
-    NodeState parsed;
-    const size_t v1 = strlen(header_v1), v2 = strlen(header_v2);
-    if (strncmp(buf, header_v1, v1) == 0) {
-        const char* p = buf + v1;
-        long long mark;
-        if (!parse_int(p, &mark) || mark < 0 || strcmp(p, "\n") != 0)
-            return HwmRead::corrupt;
-        parsed.mark_ms = mark;
-    } else if (strncmp(buf, header_v2, v2) != 0 || !parse_v2(buf + v2, &parsed)) {
-        return HwmRead::corrupt;
-    }
+    const bool ok = n > 0 && size_t(n) < max_file && node_state_parse(buf, size_t(n), st);
     pfree(buf);
-    *st = parsed;
-    return HwmRead::ok;
+    return ok ? HwmRead::ok : HwmRead::corrupt;
 }
 
 void hwm_write(const NodeState& st)
@@ -127,15 +147,7 @@ void hwm_write(const NodeState& st)
     snprintf(tmp_path, sizeof tmp_path, "%s.tmp", hwm_path);
     StringInfoData buf;
     initStringInfo(&buf);
-    appendStringInfoString(&buf, header_v2);
-    appendStringInfo(&buf, "mark %lld\ngenerator %lld\nrun %lld\n", (long long)st.mark_ms,
-                     (long long)st.generator_floor, (long long)st.run_floor);
-    for (int i = 0; i < st.n_slots; i++) {
-        const SlotMark& m = st.slots[i];
-        appendStringInfo(&buf, "slot %s %lld %lld %u %u %u %u %u %llu\n", m.name, (long long)m.epoch_ms,
-                         (long long)m.unit_ms, m.time_bits, m.shard_bits, m.sequence_bits, m.sequence_first,
-                         unsigned(m.wraps), (unsigned long long)m.word);
-    }
+    node_state_format(st, &buf);
 
     const int fd = OpenTransientFile(tmp_path, O_WRONLY | O_CREAT | O_TRUNC | PG_BINARY);
     if (fd < 0)

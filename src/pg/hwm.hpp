@@ -17,6 +17,10 @@
 #include "core/layout.hpp"
 #include "pg/pg.hpp"
 
+extern "C" {
+#include "lib/stringinfo.h"
+}
+
 namespace shardid::pg {
 
 constexpr const char* hwm_path = "shardid.hwm";
@@ -38,6 +42,10 @@ struct NodeState {
     int n_slots = 0;
     SlotMark slots[max_slot_marks];
 };
+
+// The state as text (the file's contents, and the WAL record's), and back.
+void node_state_format(const NodeState& state, StringInfo out);
+bool node_state_parse(const char* text, size_t len, NodeState* state);
 
 enum class HwmRead { missing, ok, corrupt };
 

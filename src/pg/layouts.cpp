@@ -26,6 +26,7 @@ extern "C" {
 #include "pg/guard.hpp"
 #include "pg/settings.hpp"
 #include "pg/timeconv.hpp"
+#include "pg/wal.hpp"
 #include "pg/shmem.hpp"
 
 namespace shardid::pg {
@@ -282,6 +283,7 @@ Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_c
 
 uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg)
 {
+    refuse_on_standby();
     if (slot_cache == nullptr)
         slot_cache = slot_for(layout);
     SlotState& slot = *slot_cache;

@@ -8,6 +8,7 @@ extern "C" {
 #include "core/schemes.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
+#include "pg/wal.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -22,6 +23,7 @@ int clock_offset_ms = 0;
 int launch_id = -1;
 int cluster_id = 0;
 char* call_number_key = nullptr;
+bool wal_log_mark = true;
 
 bool node_shard(const Layout& layout, uint64_t* shard, Status* status)
 {
@@ -72,7 +74,13 @@ void _PG_init(void)
                                "Name of the key-ring key from which the call-number bit shuffle is derived.",
                                "Changing it changes every call number's text.", &call_number_key, "default",
                                PGC_SUSET, 0, NULL, NULL, NULL);
+    DefineCustomBoolVariable("shardid.wal_log_mark",
+                             "WAL-logs the node's high-water mark and counter floors, so standbys replay them.",
+                             "Needs shared_preload_libraries = 'shardid' on the primary and on every standby. Off, "
+                             "a promoted standby does not know the old primary's mark.",
+                             &wal_log_mark, true, PGC_SUSET, 0, NULL, NULL, NULL);
     MarkGUCPrefixReserved("shardid");
 
     shardid::pg::shmem_init();
+    shardid::pg::wal_init();
 }

@@ -26,6 +26,7 @@
 #include "pg/hwm.hpp"
 #include "pg/pg.hpp"
 #include "pg/settings.hpp"
+#include "pg/wal.hpp"
 #include "pg/timeconv.hpp"
 
 extern "C" {
@@ -92,7 +93,7 @@ struct Shared {
     int n_used;
     int tranche;
     bool hwm_corrupt;              // the state file could not be read: generation refuses
-    int64 restart_floor_ms;        // the mark found at start-up
+    std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
     int64 generator_floor;         // highest DecimalId generator id taken on this node (-1: none)
     int64 run_floor;               // highest call-number run id taken on this node (-1: none)
@@ -157,6 +158,16 @@ NodeState persisted_state()
     return st;
 }
 
+// Makes a new node state durable: in WAL first (when it is WAL-logged, so
+// that standbys replay it), then in the state file. Caller holds
+// state_lock and publishes the new values in memory afterwards.
+void persist(const NodeState& st)
+{
+    if (wal_logging())
+        wal_log_state(st);
+    hwm_write(st);
+}
+
 // A new slot for `shape`, resumed above everything the node issued before
 // its last restart. Caller holds AddinShmemInitLock; nullptr when full.
 Slot* new_slot_locked(const Shape& shape, const char* name)
@@ -166,7 +177,7 @@ Slot* new_slot_locked(const Shape& shape, const char* name)
     Slot* slot = &shared->slots[shared->n_used++];
     slot->shape = shape;
     strlcpy(slot->name, name, sizeof slot->name);
-    resume_above(shape.layout(slot->name), slot->state, shared->restart_floor_ms);
+    resume_above(shape.layout(slot->name), slot->state, shared->restart_floor_ms.load());
     return slot;
 }
 
@@ -188,7 +199,7 @@ void attach_locked()
                               errhint("If the server clock is known to be past every ID ever issued, remove the "
                                       "file and restart the server.")));
         aligned->hwm_corrupt = got == HwmRead::corrupt;
-        aligned->restart_floor_ms = st.mark_ms;
+        aligned->restart_floor_ms.store(st.mark_ms);
         aligned->lease_until_ms.store(st.mark_ms);
         aligned->generator_floor = st.generator_floor;
         aligned->run_floor = st.run_floor;
@@ -269,7 +280,7 @@ void cover_word(Slot& slot, const Layout& layout, uint64_t word)
             }
         if (!listed && st.n_slots < max_slot_marks)
             st.slots[st.n_slots++] = mark_of(slot, want);
-        hwm_write(st);
+        persist(st);
         slot.persisted.store(want, std::memory_order_release);
     }
     LWLockRelease(&shared->state_lock);
@@ -354,7 +365,7 @@ bool claim_counter(NodeCounter which, int64 value)
     if (fresh) {
         NodeState st = persisted_state();
         (which == NodeCounter::generator ? st.generator_floor : st.run_floor) = value;
-        hwm_write(st);
+        persist(st);
         floor = value;
     }
     LWLockRelease(&shared->state_lock);
@@ -378,9 +389,54 @@ void cover_tick(int64 tick_ms)
     if (tick_ms + lease_ms / 2 >= shared->lease_until_ms.load(std::memory_order_acquire)) {
         NodeState st = persisted_state();
         st.mark_ms = tick_ms + lease_ms;
-        hwm_write(st);
+        persist(st);
         shared->lease_until_ms.store(st.mark_ms, std::memory_order_release);
     }
+    LWLockRelease(&shared->state_lock);
+}
+
+void replay_node_state(const NodeState& st)
+{
+    attach_if_needed();
+    // Slots for the layouts with marks of their own first: slot allocation
+    // and the state lock are never held together.
+    Slot* marked[max_slot_marks] = {};
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    for (int i = 0; i < st.n_slots; i++) {
+        const Shape shape = Shape::of(st.slots[i]);
+        for (int j = 0; j < shared->n_used && marked[i] == nullptr; j++)
+            if (shared->slots[j].shape == shape)
+                marked[i] = &shared->slots[j];
+        if (marked[i] == nullptr && (marked[i] = new_slot_locked(shape, st.slots[i].name)) != nullptr)
+            marked[i]->state.last.store(0);  // resumes at its own mark, set below, not at the time mark
+    }
+    LWLockRelease(AddinShmemInitLock);
+
+    LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
+    if (st.mark_ms > shared->lease_until_ms.load())
+        shared->lease_until_ms.store(st.mark_ms);
+    if (st.mark_ms > shared->restart_floor_ms.load())
+        shared->restart_floor_ms.store(st.mark_ms);
+    shared->generator_floor = std::max(shared->generator_floor, st.generator_floor);
+    shared->run_floor = std::max(shared->run_floor, st.run_floor);
+    for (int i = 0; i < st.n_slots; i++)
+        if (marked[i] != nullptr) {
+            raise_last(marked[i]->state, st.slots[i].word);
+            if (st.slots[i].word > marked[i]->persisted.load())
+                marked[i]->persisted.store(st.slots[i].word);
+        }
+    // Slots in use without a mark of their own resume above the mark.
+    const int64 floor = shared->restart_floor_ms.load();
+    for (int i = 0; i < shared->n_used; i++) {
+        Slot& slot = shared->slots[i];
+        if (slot.persisted.load() != 0)
+            continue;
+        const Layout layout = slot.shape.layout(slot.name);
+        const int64_t tick = layout.tick_of(floor);
+        if (tick >= 0)
+            raise_last(slot.state, layout.pack(uint64_t(tick), layout.sequence_max()));
+    }
+    hwm_write(persisted_state());
     LWLockRelease(&shared->state_lock);
 }
 
@@ -408,7 +464,8 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
     const int64 now_ms = wall_clock().now_ms();
     const int64 mark_ms = shared->lease_until_ms.load();
     const Datum mark = TimestampTzGetDatum(timestamptz_of_unix_ms(mark_ms));
-    const Datum floor = TimestampTzGetDatum(timestamptz_of_unix_ms(shared->restart_floor_ms));
+    const int64 floor_ms = shared->restart_floor_ms.load();
+    const Datum floor = TimestampTzGetDatum(timestamptz_of_unix_ms(floor_ms));
     for (int i = 0; i < n; i++) {
         const Slot& slot = shared->slots[i];
         const Shape& sh = slot.shape;
@@ -417,7 +474,7 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
         const uint64_t last = slot.state.last.load(std::memory_order_acquire);
         const int64 last_tick_ms = layout.ms_of_tick(int64(layout.packed_tick(last)));
         const bool issued = last != 0;
-        Datum values[10] = {CStringGetTextDatum(slot.name),
+        Datum values[11] = {CStringGetTextDatum(slot.name),
                             issued ? TimestampTzGetDatum(timestamptz_of_unix_ms(last_tick_ms)) : (Datum)0,
                             Int64GetDatum(int64(layout.packed_sequence(last))),
                             Int64GetDatum(issued && last_tick_ms > now_ms ? last_tick_ms - now_ms : 0),
@@ -426,9 +483,12 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
                             Int64GetDatum(int64(slot.state.behind.load())),
                             mark,
                             floor,
-                            BoolGetDatum(shared->hwm_corrupt)};
-        bool nulls[10] = {false, !issued, !issued, false, false, false, false,
-                          mark_ms == 0, shared->restart_floor_ms == 0, false};
+                            BoolGetDatum(shared->hwm_corrupt),
+                            BoolGetDatum(wal_logging())};
+        bool nulls[11] = {false, !issued, !issued, false, false, false, false,
+                          mark_ms == 0, floor_ms == 0, false, false};
+        // An older install (1.1) asks for the first ten columns only:
+        // tuplestore_putvalues() reads as many as its descriptor has.
         tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
     }
     return (Datum)0;

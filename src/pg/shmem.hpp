@@ -12,6 +12,7 @@
 #include "core/decimal.hpp"
 #include "core/engine.hpp"
 #include "core/layout.hpp"
+#include "pg/hwm.hpp"
 #include "pg/pg.hpp"
 
 extern "C" {
@@ -41,6 +42,11 @@ void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t
 // DecimalId state of a database (its generator ids come from that
 // database's sequence).
 DecimalState* decimal_state(Oid database);
+
+// Raises the node state to a replayed one (WAL redo, in the startup
+// process): the mark, the floor new slots resume above, the counter floors
+// and layout marks only ever go up; the state file is written too.
+void replay_node_state(const NodeState& state);
 
 // Values taken from the extension's sequences that must never come back on
 // this node: DecimalId generator ids and call-number run ids.
