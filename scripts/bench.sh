@@ -81,9 +81,9 @@ for r in $(seq "$REPS"); do
     for mode in on off; do
         q -v n="$WN" -v mode="$mode" <<'SQL'
 SET shardid.wal_log_mark = :mode;
-SELECT pg_current_wal_lsn() AS l0, clock_timestamp() AS t0 \gset
+SELECT pg_current_wal_insert_lsn() AS l0, clock_timestamp() AS t0 \gset
 SELECT count(next_trace_id()) FROM generate_series(1, :n) \g /dev/null
-INSERT INTO bench_wal SELECT :'mode', extract(epoch FROM clock_timestamp() - :'t0'), pg_current_wal_lsn() - :'l0', :n;
+INSERT INTO bench_wal SELECT :'mode', extract(epoch FROM clock_timestamp() - :'t0'), pg_current_wal_insert_lsn() - :'l0', :n;
 SQL
     done
 done

@@ -13,6 +13,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use IPC::Run;
+use Time::HiRes qw(usleep);
 
 my $faketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 -e $faketime or BAIL_OUT("libfaketime is missing (Debian package faketime)");
@@ -159,11 +160,12 @@ my $stopped = 0;
 for (1 .. 300)
 {
 	if (PostgreSQL::Test::Utils::slurp_file($s->logfile) =~ /resource manager with ID 150 not registered/) { $stopped = 1; last; }
-	sleep 0.1;
+	usleep(100_000);
 }
 ok($stopped, 'a standby without shardid stops at the first record: "resource manager with ID 150 not registered"');
-$s->{_pid} = undef if !kill(0, $s->{_pid} // 0);
-$s->stop('immediate') if defined $s->{_pid};
+# Its postmaster shuts itself down after the startup process's failure.
+for (1 .. 100) { last unless -e $s->data_dir . "/postmaster.pid"; usleep(100_000); }
+$s->_update_pid(0);
 $s->append_conf('postgresql.conf', "shared_preload_libraries = 'shardid'");
 $s->start;
 $p->wait_for_catchup($s, 'replay');
