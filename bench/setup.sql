@@ -49,4 +49,5 @@ CREATE TABLE bench_snowflake (id bigint PRIMARY KEY DEFAULT next_snowflake_id(),
 CREATE TABLE bench_trace (id bigint PRIMARY KEY DEFAULT next_trace_id(), payload text);
 
 -- The node state in WAL: one row per measured round.
-CREATE TABLE bench_wal (mode text, seconds float8, wal_bytes numeric, ids bigint);
+CREATE EXTENSION IF NOT EXISTS pg_walinspect;
+CREATE TABLE bench_wal (mode text, seconds float8, l0 pg_lsn, l1 pg_lsn, ids bigint);

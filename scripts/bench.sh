@@ -83,17 +83,28 @@ for r in $(seq "$REPS"); do
 SET shardid.wal_log_mark = :mode;
 SELECT pg_current_wal_insert_lsn() AS l0, clock_timestamp() AS t0 \gset
 SELECT count(next_trace_id()) FROM generate_series(1, :n) \g /dev/null
-INSERT INTO bench_wal SELECT :'mode', extract(epoch FROM clock_timestamp() - :'t0'), pg_current_wal_insert_lsn() - :'l0', :n;
+INSERT INTO bench_wal SELECT :'mode', extract(epoch FROM clock_timestamp() - :'t0'), :'l0', pg_current_wal_insert_lsn(), :n;
 SQL
     done
 done
+# The records of each round, read back with pg_walinspect once they are
+# flushed: shardid's own, and all WAL of the server meanwhile for context.
 table <<'SQL'
+WITH r AS (SELECT w.mode, w.seconds, w.ids, pg_wal_lsn_diff(w.l1, w.l0) AS all_bytes,
+                  CASE WHEN w.l1 > w.l0 THEN
+                      (SELECT coalesce(sum(i.record_length), 0) FROM pg_get_wal_records_info(w.l0, w.l1) i
+                        WHERE i.resource_manager = 'shardid') ELSE 0 END AS shardid_bytes,
+                  CASE WHEN w.l1 > w.l0 THEN
+                      (SELECT count(*) FROM pg_get_wal_records_info(w.l0, w.l1) i
+                        WHERE i.resource_manager = 'shardid') ELSE 0 END AS shardid_records
+           FROM bench_wal w)
 SELECT mode AS "shardid.wal_log_mark",
        round(min(seconds * 1e9 / ids)::numeric, 1) AS "ns/row (min)",
        round(percentile_cont(0.5) WITHIN GROUP (ORDER BY seconds * 1e9 / ids)::numeric, 1) AS "ns/row (median)",
-       round(sum(wal_bytes) / sum(seconds)) AS "WAL bytes per second of generation",
-       round(sum(wal_bytes) / sum(ids), 4) AS "WAL bytes per ID"
-FROM bench_wal GROUP BY mode ORDER BY mode DESC;
+       round((sum(shardid_records) / sum(seconds))::numeric, 2) AS "shardid records/s",
+       round((sum(shardid_bytes) / sum(seconds))::numeric) AS "shardid WAL bytes/s",
+       round((sum(all_bytes) / sum(seconds))::numeric) AS "all WAL bytes/s (server)"
+FROM r GROUP BY mode ORDER BY mode DESC;
 SQL
 echo
 

@@ -37,7 +37,7 @@ COMMENT ON FUNCTION trace_id_created_within(bigint, tstzrange) IS
 CREATE FUNCTION shardid_convert_column(tbl regclass, col name, layout text DEFAULT 'snowflake')
     RETURNS text
     LANGUAGE plpgsql
-    SET search_path = @extschema@, pg_catalog, pg_temp
+    SET search_path = pg_catalog, @extschema@, pg_temp
     AS $$
 DECLARE
     att record;

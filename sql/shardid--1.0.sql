@@ -51,6 +51,7 @@ BEGIN
               DETAIL = 'IDs already issued with a layout are decoded and ordered by its definition.',
               HINT = 'Create a layout with a new name instead.';
 END $$;
+COMMENT ON FUNCTION shardid_refuse_layout_change() IS 'trigger: layouts are permanent';
 CREATE TRIGGER shardid_user_layout_permanent
     BEFORE UPDATE OR DELETE ON shardid_user_layout
     FOR EACH ROW EXECUTE FUNCTION shardid_refuse_layout_change();
@@ -332,6 +333,7 @@ EXCEPTION WHEN unique_violation THEN
               HINT = 'Create a key with a new name and switch to it; keep the old one for reveal_id.';
 END $$;
 REVOKE EXECUTE ON FUNCTION create_obfuscation_key(text, bytea) FROM PUBLIC;
+COMMENT ON FUNCTION create_obfuscation_key(text, bytea) IS 'add a key to the key ring (superusers)';
 
 CREATE FUNCTION drop_obfuscation_key(name text) RETURNS void
     LANGUAGE plpgsql
@@ -344,6 +346,7 @@ BEGIN
     END IF;
 END $$;
 REVOKE EXECUTE ON FUNCTION drop_obfuscation_key(text) FROM PUBLIC;
+COMMENT ON FUNCTION drop_obfuscation_key(text) IS 'remove a key from the key ring (superusers)';
 
 CREATE FUNCTION obfuscate_id(id bigint, key_name text DEFAULT 'default', domain_bits integer DEFAULT 63)
     RETURNS bigint

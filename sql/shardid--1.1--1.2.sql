@@ -102,6 +102,8 @@ BEGIN
     END;
     PERFORM @extschema@.shardid_anchor_layout(name);
 END $$;
+COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) IS
+    'define a permanent "time | shard | sequence" layout (superusers, or roles granted EXECUTE)';
 
 -- Layouts made before 1.2 get theirs now. Made by this script, they would
 -- be members of the extension (which pg_dump does not dump): hand them
@@ -170,6 +172,8 @@ BEGIN
     EXECUTE format('ALTER SEQUENCE %s INCREMENT BY %s RESTART WITH %s', seq, node_count, next_id);
     RETURN @extschema@.decimal_id_new_generator();
 END $$;
+COMMENT ON FUNCTION decimal_id_generator_progression(integer, integer) IS
+    'give this node the generator ids node_index, node_index + node_count, ... and switch to the first unused one';
 
 -- The key ring. A key name may have more than one row after a restore (see
 -- above): the oldest is the key, so the key is (name, created_at).
@@ -295,6 +299,8 @@ BEGIN
     RETURN format('%s.%s now defaults to next_id(%L); existing values up to %s kept', tbl, col, layout,
                   coalesce(max_existing::text, 'none'));
 END $$;
+COMMENT ON FUNCTION shardid_convert_column(regclass, name, text) IS
+    'turn a serial, identity or integer key into bigint with a shardid default, in one transaction';
 
 -- Monitoring: whether the node state is carried in WAL (failover safety).
 DROP VIEW shardid_status;
