@@ -97,13 +97,11 @@ bool anchored_layout(Oid nsp, const char* name, Layout* out)
     int time_bits = 0, shard_bits = 0, sequence_bits = 0;
     if (usable) {
         // The body must be exactly what layout_anchor_body() writes for this
-        // name: read its numbers, then write it again and compare.
-        char format[320];
-        snprintf(format, sizeof format,
-                 "SELECT 'shardid layout v1: name=%s epoch_ms=%%lld unit_ms=%%lld time_bits=%%d shard_bits=%%d "
-                 "sequence_bits=%%d'::text",
-                 name);
-        usable = sscanf(body, format, &epoch_ms, &unit_ms, &time_bits, &shard_bits, &sequence_bits) == 5;
+        // name: read its numbers with the same format (the name put in place
+        // of its %s; names have no '%'), then write it again and compare.
+        const int name_at = int(strstr(anchor_format, "%s") - anchor_format);
+        const char* scan = psprintf("%.*s%s%s", name_at, anchor_format, name, anchor_format + name_at + 2);
+        usable = sscanf(body, scan, &epoch_ms, &unit_ms, &time_bits, &shard_bits, &sequence_bits) == 5;
         usable = usable && strcmp(psprintf(anchor_format, name, epoch_ms, unit_ms, time_bits, shard_bits,
                                            sequence_bits),
                                   body) == 0;
