@@ -50,6 +50,23 @@ struct Period {
     int64 lower_ms, upper_ms;
 };
 
+// One bound of a period: unbounded, a time in Unix ms, or (an infinite
+// timestamp on the side where it holds no finite time) nothing at all.
+void read_bound(const RangeBound& bound, bool* has, int64* ms, bool* empty)
+{
+    if (bound.infinite)
+        return;
+    const TimestampTz ts = DatumGetTimestampTz(bound.val);
+    const bool beyond_this_side = bound.lower ? TIMESTAMP_IS_NOBEGIN(ts) : TIMESTAMP_IS_NOEND(ts);
+    const bool beyond_the_other = bound.lower ? TIMESTAMP_IS_NOEND(ts) : TIMESTAMP_IS_NOBEGIN(ts);
+    if (beyond_the_other)
+        *empty = true;
+    else if (!beyond_this_side) {
+        *has = true;
+        *ms = unix_ms_of(ts, "period");
+    }
+}
+
 // A period's bounds in Unix ms. Infinite timestamps are read as what they
 // mean: a lower bound of -infinity (an upper one of infinity) leaves that
 // side unbounded, and a lower bound of infinity (an upper one of
@@ -63,24 +80,8 @@ Period period_arg(FunctionCallInfo fcinfo, int argno)
     range_deserialize(p.typcache, p.range, &lower, &upper, &p.empty);
     if (p.empty)
         return p;
-    if (!lower.infinite) {
-        const TimestampTz ts = DatumGetTimestampTz(lower.val);
-        if (TIMESTAMP_IS_NOEND(ts))
-            p.empty = true;
-        else if (!TIMESTAMP_IS_NOBEGIN(ts)) {
-            p.has_lower = true;
-            p.lower_ms = unix_ms_of(ts, "period");
-        }
-    }
-    if (!upper.infinite) {
-        const TimestampTz ts = DatumGetTimestampTz(upper.val);
-        if (TIMESTAMP_IS_NOBEGIN(ts))
-            p.empty = true;
-        else if (!TIMESTAMP_IS_NOEND(ts)) {
-            p.has_upper = true;
-            p.upper_ms = unix_ms_of(ts, "period");
-        }
-    }
+    read_bound(lower, &p.has_lower, &p.lower_ms, &p.empty);
+    read_bound(upper, &p.has_upper, &p.upper_ms, &p.empty);
     if (p.empty)
         p.has_lower = p.has_upper = false;
     return p;
