@@ -1,6 +1,12 @@
 # shardid: PostgreSQL extension in C++, built with PGXS.
 EXTENSION = shardid
 MODULE_big = shardid
+# The one version truth is shardid.control's default_version; META.json
+# (PGXN), debian/changelog and the upgrade scripts carry it too, in SemVer
+# form (1.2 -> 1.2.0) where they need one, and test/version/check.sh fails
+# when they drift apart.
+EXTVERSION := $(shell sed -n "s/^default_version *= *'\\(.*\\)'/\\1/p" $(dir $(lastword $(MAKEFILE_LIST)))shardid.control)
+DISTVERSION = $(EXTVERSION).0
 
 CORE_OBJS = src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
 PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/hwm.o src/pg/timeconv.o src/pg/layouts.o \
@@ -35,6 +41,11 @@ EXTRA_CLEAN = tmp_check results regression.diffs regression.out build log
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
+# shmem_request_hook and custom WAL resource managers came in PostgreSQL 15.
+ifneq ($(filter 8.% 9.% 10 11 12 13 14,$(MAJORVERSION)),)
+$(error shardid needs PostgreSQL 15 or later; $(PG_CONFIG) is PostgreSQL $(MAJORVERSION))
+endif
+
 # PostgreSQL's TAP framework (PostgreSQL::Test::Cluster): failover and
 # replication scenarios on real servers. `make tapcheck`, as a user
 # PostgreSQL accepts (not root); scripts/test.sh runs it.
@@ -43,6 +54,13 @@ PROVE_FLAGS = --verbose
 tapcheck:
 	$(prove_installcheck)
 .PHONY: tapcheck
+
+# PGXN distribution: shardid-<version>.zip of the committed tree.
+dist:
+	@mkdir -p build
+	git archive --format zip --prefix=$(EXTENSION)-$(DISTVERSION)/ -o build/$(EXTENSION)-$(DISTVERSION).zip HEAD
+	@echo build/$(EXTENSION)-$(DISTVERSION).zip
+.PHONY: dist
 
 # --- C++ tests of the pure core (no PostgreSQL needed) ---
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
@@ -65,7 +83,7 @@ unit: build/unit_tests build/unit_tests_san
 # --- integration tests against real servers (libpqxx 6) ---
 build/integration_tests: $(wildcard test/integration/*.cpp)
 	@mkdir -p build
-	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^ -lpqxx -lpq
+	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^ -lpqxx -lpq
 
 # --- libFuzzer over the core (clang, with ASan and UBSan) ---
 build/core_fuzz: $(CORE_SRCS) $(wildcard test/fuzz/*.cpp) $(wildcard src/core/*.hpp)

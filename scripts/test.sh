@@ -5,34 +5,18 @@
 #   - pg_regress, with shared_preload_libraries and without it,
 #   - the libpqxx integration tests against throwaway clusters,
 #   - PostgreSQL's TAP framework: failover to a streaming standby,
-#   - fault, hostile, multi-node and randomness scenarios on real servers.
+#   - fault, hostile, multi-node and randomness scenarios on real servers,
+#   - the one-version-truth check (control file, META.json, debian/, SQL),
+# all on PostgreSQL 15 natively; then, in cached Debian roots (scripts/
+# roots.sh), the Debian package of PostgreSQL 15, 17 and 18 and, on 17 and
+# 18, pg_regress, the integration tests and the TAP scenarios against it.
 # Works as root (servers run as the postgres OS user) or as a user with sudo.
 # Ends with one line "N passed, N failed"; exits non-zero on any failure.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
-passed=0
-failed=0
-failures=()
-
-# record NAME PASSED FAILED
-record() {
-    passed=$((passed + $2))
-    failed=$((failed + $3))
-    [ "$3" -gt 0 ] && failures+=("$1")
-    printf '%-34s %4d passed, %d failed\n' "$1" "$2" "$3"
-}
-
-# A suite that could not run at all counts as one failure.
-broken() { log "$1: $2"; record "$1" 0 1; }
-
-finish() {
-    [ ${#failures[@]} -gt 0 ] && log "failed: ${failures[*]}"
-    echo "$passed passed, $failed failed"
-    [ "$failed" -eq 0 ]
-    exit $?
-}
+. scripts/suites.sh
 
 ensure_deps || { broken setup "could not install dependencies"; finish; }
 log "building and installing shardid"
@@ -75,85 +59,16 @@ else
 fi
 
 # --- pg_regress -------------------------------------------------------------
-# pg_regress starts its own temporary instance, which must not run as root:
-# run it on a copy of the test files owned by the server's user.
 work=$(pg_tmpdir)
 trap 'rm -rf "$work"' EXIT
-run_regress() {  # NAME CONF TESTS...
-    local name=$1 conf=$2; shift 2
-    local dir="$work/regress-${name// /_}"
-    mkdir -p "$dir"
-    cp -r Makefile shardid.control sql expected test "$dir"/
-    [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
-    local out
-    out=$(cd "$dir" && as_pg make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS="$*" REGRESS_CONF="$conf" 2>&1)
-    local ok bad
-    ok=$(grep -cE '\.\.\. ok' <<<"$out")
-    bad=$(grep -cE '\.\.\. FAILED' <<<"$out")
-    if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
-        tail -30 <<<"$out" >&2
-        bad=1
-    fi
-    if [ "$bad" -gt 0 ] && [ -f "$dir/regression.diffs" ]; then
-        head -150 "$dir/regression.diffs"
-        mkdir -p results && cp "$dir/regression.diffs" "results/regression-${name// /_}.diffs"
-    fi
-    record "pg_regress ($name)" "$ok" "$bad"
-}
 run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- TAP (PostgreSQL::Test::Cluster): failover and replication ------------
-run_tap() {
-    local dir="$work/tap"
-    mkdir -p "$dir"
-    cp -r Makefile shardid.control sql expected test src "$dir"/
-    [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
-    local out
-    out=$(cd "$dir" && as_pg make -s tapcheck PG_CONFIG="$PG_CONFIG" 2>&1)
-    grep -E '^(not )?ok [0-9]+ ' <<<"$out" | sed -E 's/^ok [0-9]+ - /PASS /; s/^not ok [0-9]+ - /FAIL /'
-    local ok bad
-    ok=$(grep -cE '^ok [0-9]+ ' <<<"$out")
-    bad=$(grep -cE '^not ok [0-9]+ ' <<<"$out")
-    if ! grep -q '^Result: PASS' <<<"$out"; then
-        [ "$bad" -eq 0 ] && bad=1
-        tail -40 <<<"$out"
-        ls "$dir"/tmp_check/log/ >/dev/null 2>&1 && mkdir -p results && cp -r "$dir"/tmp_check/log results/tap-log
-    fi
-    record "tap (failover)" "$ok" "$bad"
-}
 run_tap
 
 # --- integration tests (libpqxx, real servers) -----------------------------
-if make -s build/integration_tests >/dev/null 2>build/integration.log; then
-    port=55400
-    for mode in preloaded "not preloaded"; do
-        dir=$(pg_tmpdir)
-        conf=("shardid.node_id = 7" "shardid.launch_id = 65" "max_connections = 40")
-        [ "$mode" = preloaded ] && conf+=("shared_preload_libraries = 'shardid'")
-        if cluster_init "$dir" "${conf[@]}" && cluster_start "$dir" "$port"; then
-            out=$(SHARDID_TEST_DSN="host=$dir port=$port user=postgres dbname=postgres" build/integration_tests 2>&1)
-            rc=$?
-            # Shell scenarios against the same server (pg_dump, ...).
-            for scenario in test/scenarios/*.sh; do
-                out+=$'\n'$(SHARDID_TEST_HOST=$dir SHARDID_TEST_PORT=$port bash "$scenario" 2>&1) || rc=1
-            done
-            grep -E '^(PASS|FAIL)' <<<"$out"
-            ok=$(grep -c '^PASS' <<<"$out")
-            bad=$(grep -c '^FAIL' <<<"$out")
-            if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then tail -20 <<<"$out"; bad=1; fi
-            record "integration ($mode)" "$ok" "$bad"
-        else
-            broken "integration ($mode)" "could not start a cluster"
-        fi
-        cluster_stop "$dir" immediate
-        rm -rf "$dir"
-        port=$((port + 1))
-    done
-else
-    cat build/integration.log >&2
-    broken integration "integration tests did not build"
-fi
+run_integration
 
 # --- the benchmark, in smoke mode: it must keep running ----------------------
 if out=$(bash scripts/bench.sh --smoke 2>&1) && grep -q '^## The C++ core' <<<"$out" && grep -q 'next_trace_id()' <<<"$out"; then
@@ -172,6 +87,37 @@ for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/random
     bad=$(grep -c '^FAIL' <<<"$out")
     if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then tail -20 <<<"$out"; bad=1; fi
     record "$(basename "$(dirname "$script")") ($(basename "$script" .sh))" "$ok" "$bad"
+done
+
+# --- one version truth: control file, META.json, debian/changelog, ... -----
+out=$(bash test/version/check.sh 2>&1)
+count_lines "$out"
+[ "$ok" -eq 0 ] && [ "$bad" -eq 0 ] && { tail -20 <<<"$out"; bad=1; }
+record "version (one truth)" "$ok" "$bad"
+
+# --- PostgreSQL 17 and 18, and the Debian package of each version ----------
+# Each runs in a Debian root of the release that ships it (scripts/roots.sh,
+# cached in /var/cache/shardid-test): the package is built there with
+# dpkg-buildpackage, installed into the root and tested (pg_buildext
+# installcheck runs the whole pg_regress suite, preloaded and not); on 17
+# and 18 the integration tests and the TAP scenarios run against it too.
+# PostgreSQL 15's own suites ran natively above; its root checks the package.
+. scripts/roots.sh
+for v in ${SHARDID_PG_VERSIONS:-15 17 18}; do
+    if ! root_ensure "$v"; then broken "PG $v (Debian root)" "could not build the root"; continue; fi
+    root_copy_source "$v" || { broken "PG $v (Debian root)" "could not copy the source"; continue; }
+    suites="package integration tap"
+    [ "$v" = "$PG_MAJOR" ] && suites="package"
+    results="$(root_dir "$v")/build/results.tsv"
+    as_root rm -f "$results"
+    log "PostgreSQL $v in $(root_dir "$v"): $suites"
+    root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv \
+        bash /build/shardid/test/versions/in_root.sh 2>&1 | grep -vE '[0-9]+ passed, [0-9]+ failed$' | sed "s/^/[PG $v] /"
+    if [ -s "$results" ]; then
+        while IFS=$'\t' read -r name ok bad; do record "$name" "$ok" "$bad"; done <"$results"
+    else
+        broken "PG $v (Debian root)" "the suites in the root reported nothing"
+    fi
 done
 
 finish

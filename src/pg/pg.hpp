@@ -11,3 +11,9 @@ extern "C" {
 #include "funcapi.h"
 #include "utils/timestamp.h"
 }
+
+// Supported: PostgreSQL 15 to 18 (README, "Supported versions"). Version
+// differences are guarded with PG_VERSION_NUM where they are used.
+#if PG_VERSION_NUM < 150000
+#error "shardid needs PostgreSQL 15 or later (shmem_request_hook, custom WAL resource managers)"
+#endif

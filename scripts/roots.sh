@@ -1,0 +1,112 @@
+# Debian roots for the PostgreSQL versions this machine's own Debian does not
+# ship: one root per major version, built with debootstrap from the same
+# package registry, cached under $SHARDID_ROOTS, rebuilt when missing or when
+# its recipe changes. Source it after scripts/lib.sh.
+#
+#   root_ensure V            build the root for PostgreSQL V unless cached
+#   root_copy_source V       put the working tree at /build/shardid in it
+#   root_run V CMD...        run CMD inside it as root, with its own /proc,
+#                            /dev/shm and /tmp (nothing stays mounted after)
+#
+# Needs root (debootstrap, chroot, mount namespaces); CI runs as root.
+
+SHARDID_ROOTS=${SHARDID_ROOTS:-/var/cache/shardid-test}
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+# The Debian release that ships each PostgreSQL major version.
+root_suite() {
+    case $1 in
+        15) echo bookworm ;;
+        17) echo trixie ;;
+        18) echo sid ;;
+        *) return 1 ;;
+    esac
+}
+
+root_dir() { echo "$SHARDID_ROOTS/pg$1"; }
+
+# What goes into a root: the server, what builds and packages shardid
+# (pg_buildext, debhelper), what its tests use (libpqxx, the TAP framework's
+# IPC::Run, libfaketime).
+root_packages() {
+    echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \
+         "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps"
+}
+
+# The recipe a cached root was built from: a different release or mirror
+# rebuilds it, a different package list installs what is new.
+root_base() { echo "recipe 2; suite $(root_suite "$1"); mirror $DEBIAN_MIRROR"; }
+root_recipe() { root_base "$1"; echo "packages $(root_packages "$1")"; }
+
+# root_install V DIR: the packages of the recipe, into the root in DIR.
+root_install() {
+    local log="$SHARDID_ROOTS/packages-$1.log"
+    if ! SHARDID_ROOT_OVERRIDE=$2 root_run "$1" sh -c \
+        "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(root_packages "$1")" \
+        >"$log" 2>&1; then
+        tail -20 "$log" >&2
+        return 1
+    fi
+    as_root sh -c "rm -f '$2'/var/cache/apt/archives/*.deb"
+    root_recipe "$1" | as_root tee "$2/.shardid-root" >/dev/null
+}
+
+root_ensure() {
+    local v=$1 suite dir new
+    suite=$(root_suite "$v") || { log "no Debian root is known for PostgreSQL $v"; return 1; }
+    dir=$(root_dir "$v")
+    if [ -f "$dir/.shardid-root" ] && [ "$(head -1 "$dir/.shardid-root")" = "$(root_base "$v")" ]; then
+        [ "$(cat "$dir/.shardid-root")" = "$(root_recipe "$v")" ] && return 0
+        log "installing the packages of a new recipe into $dir"
+        root_install "$v" "$dir"
+        return
+    fi
+    [ -x /usr/sbin/debootstrap ] || as_root env DEBIAN_FRONTEND=noninteractive \
+        apt-get install -y -qq --no-install-recommends debootstrap >/dev/null || return 1
+    log "building a Debian $suite root for PostgreSQL $v in $dir"
+    new="$dir.new"
+    as_root rm -rf "$new" || return 1
+    as_root mkdir -p "$SHARDID_ROOTS" || return 1
+    as_root debootstrap --variant=minbase "$suite" "$new" "$DEBIAN_MIRROR" >"$SHARDID_ROOTS/debootstrap-$v.log" 2>&1 || {
+        tail -20 "$SHARDID_ROOTS/debootstrap-$v.log" >&2; return 1; }
+    # The registry serves a dated snapshot: sid's Release file has expired.
+    echo 'Acquire::Check-Valid-Until "false";' | as_root tee "$new/etc/apt/apt.conf.d/99shardid-snapshot" >/dev/null
+    # No services start inside the root, and no "main" cluster is created:
+    # tests make their own servers.
+    printf '#!/bin/sh\nexit 101\n' | as_root tee "$new/usr/sbin/policy-rc.d" >/dev/null
+    as_root chmod 755 "$new/usr/sbin/policy-rc.d"
+    as_root mkdir -p "$new/etc/postgresql-common/createcluster.d"
+    echo 'create_main_cluster = false' | as_root tee "$new/etc/postgresql-common/createcluster.d/shardid.conf" >/dev/null
+    root_install "$v" "$new" || return 1
+    as_root rm -rf "$dir" && as_root mv "$new" "$dir"
+}
+
+# The files of the working tree (tracked and new, not ignored), so that what
+# runs in a root is what the developer has; a tree outside git is copied
+# whole but for build output.
+root_copy_source() {
+    local dest
+    dest="$(root_dir "$1")/build/shardid"
+    as_root rm -rf "$dest" && as_root mkdir -p "$dest" || return 1
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+            [ -e "$f" ] && printf '%s\0' "$f"
+        done | tar --null -T - -cf - | as_root tar -xf - -C "$dest"
+    else
+        tar --exclude=./build --exclude=./.deps --exclude='*.o' --exclude='*.so' -cf - . | as_root tar -xf - -C "$dest"
+    fi
+}
+
+root_run() {
+    local v=$1 dir; shift
+    dir=${SHARDID_ROOT_OVERRIDE:-$(root_dir "$v")}
+    # A private mount namespace: the mounts vanish with the command.
+    as_root unshare --mount --propagation private --fork sh -c '
+        dir=$1; shift
+        mount -t proc proc "$dir/proc" &&
+        mount -t tmpfs -o mode=1777 tmpfs "$dir/dev/shm" &&
+        mount -t tmpfs -o mode=1777 tmpfs "$dir/tmp" &&
+        mount --bind /dev/pts "$dir/dev/pts" 2>/dev/null
+        exec chroot "$dir" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+            HOME=/root LANG=C.UTF-8 TERM=dumb "$@"' sh "$dir" "$@"
+}

@@ -1,0 +1,135 @@
+# The test suites that run against one PostgreSQL installation, shared by
+# scripts/test.sh (PostgreSQL 15, natively) and test/versions/in_root.sh (the
+# other versions, inside their Debian roots). Source it after scripts/lib.sh.
+# Every counted suite is named with its PostgreSQL version.
+
+passed=0
+failed=0
+failures=()
+PGV="PG $PG_MAJOR"
+
+# record NAME PASSED FAILED
+record() {
+    passed=$((passed + $2))
+    failed=$((failed + $3))
+    [ "$3" -gt 0 ] && failures+=("$1")
+    printf '%-40s %4d passed, %d failed\n' "$1" "$2" "$3"
+    # For a caller that collects results from several runs (the roots).
+    [ -n "${SHARDID_RESULTS:-}" ] && printf '%s\t%d\t%d\n' "$1" "$2" "$3" >>"$SHARDID_RESULTS"
+    return 0
+}
+
+# A suite that could not run at all counts as one failure.
+broken() { log "$1: $2"; record "$1" 0 1; }
+
+finish() {
+    [ ${#failures[@]} -gt 0 ] && log "failed: ${failures[*]}"
+    echo "$passed passed, $failed failed"
+    [ "$failed" -eq 0 ]
+    exit $?
+}
+
+# count_lines OUT: sets ok/bad from PASS/FAIL lines, printing them.
+count_lines() {
+    grep -E '^(PASS|FAIL)' <<<"$1"
+    ok=$(grep -c '^PASS' <<<"$1")
+    bad=$(grep -c '^FAIL' <<<"$1")
+}
+
+# regress_lines OUT: pg_regress's per-test lines as PASS/FAIL lines. Up to
+# PostgreSQL 15 pg_regress prints "test NAME ... ok"; from 16 on it prints
+# TAP: "ok 1 - NAME" / "not ok 1 - NAME".
+regress_lines() {
+    sed -nE \
+        -e 's/^(test )? *([A-Za-z0-9_]+) +\.\.\. ok.*/PASS pg_regress \2/p' \
+        -e 's/^(test )? *([A-Za-z0-9_]+) +\.\.\. FAILED.*/FAIL pg_regress \2/p' \
+        -e 's/^ok [0-9]+ +- +([A-Za-z0-9_]+).*/PASS pg_regress \1/p' \
+        -e 's/^not ok [0-9]+ +- +([A-Za-z0-9_]+).*/FAIL pg_regress \1/p' <<<"$1"
+}
+
+# record_regress NAME OUT [DIR]: counts a pg_regress run; a run that printed
+# no test at all (it could not start) counts as one failure.
+record_regress() {
+    local name=$1 out=$2 dir=${3:-} lines
+    lines=$(regress_lines "$out")
+    ok=$(grep -c '^PASS' <<<"$lines")
+    bad=$(grep -c '^FAIL' <<<"$lines")
+    grep '^FAIL' <<<"$lines"
+    if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+        tail -30 <<<"$out" >&2
+        bad=1
+    fi
+    if [ "$bad" -gt 0 ] && [ -n "$dir" ] && [ -f "$dir/regression.diffs" ]; then
+        head -150 "$dir/regression.diffs"
+        mkdir -p results && cp "$dir/regression.diffs" "results/regression-${name//[^A-Za-z0-9]/_}.diffs"
+    fi
+    record "$name" "$ok" "$bad"
+}
+
+# A copy of the test files owned by the server's user: pg_regress and the
+# TAP framework start their own servers, which must not run as root.
+test_copy() {  # DIR FILES...
+    local dir=$1; shift
+    mkdir -p "$dir"
+    cp -r "$@" "$dir"/
+    [ "$(id -u)" = 0 ] && chown -R postgres: "$dir"
+    return 0
+}
+
+# run_regress NAME CONF TESTS...
+run_regress() {
+    local name=$1 conf=$2; shift 2
+    local dir="$work/regress-${name//[^A-Za-z0-9]/_}" out
+    test_copy "$dir" Makefile shardid.control sql expected test
+    out=$(cd "$dir" && as_pg make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS="$*" REGRESS_CONF="$conf" 2>&1)
+    record_regress "pg_regress ($PGV, $name)" "$out" "$dir"
+}
+
+# run_tap: PostgreSQL's TAP framework (PostgreSQL::Test::Cluster), failover
+# and recovery on real servers.
+run_tap() {
+    local dir="$work/tap" out
+    test_copy "$dir" Makefile shardid.control sql expected test src
+    out=$(cd "$dir" && as_pg make -s tapcheck PG_CONFIG="$PG_CONFIG" 2>&1)
+    grep -E '^(not )?ok [0-9]+ ' <<<"$out" | sed -E 's/^ok [0-9]+ - /PASS /; s/^not ok [0-9]+ - /FAIL /'
+    ok=$(grep -cE '^ok [0-9]+ ' <<<"$out")
+    bad=$(grep -cE '^not ok [0-9]+ ' <<<"$out")
+    if ! grep -q '^Result: PASS' <<<"$out"; then
+        [ "$bad" -eq 0 ] && bad=1
+        tail -40 <<<"$out"
+        ls "$dir"/tmp_check/log/ >/dev/null 2>&1 && mkdir -p results && cp -r "$dir"/tmp_check/log "results/tap-log-$PG_MAJOR"
+    fi
+    record "tap ($PGV, failover)" "$ok" "$bad"
+}
+
+# run_integration: the libpqxx integration tests and the shell scenarios
+# (pg_dump, ...) against throwaway servers, preloaded and not.
+run_integration() {
+    mkdir -p build
+    if ! make -s build/integration_tests >/dev/null 2>build/integration.log; then
+        cat build/integration.log >&2
+        broken "integration ($PGV)" "integration tests did not build"
+        return
+    fi
+    local port=55400 mode dir out rc scenario
+    for mode in preloaded "not preloaded"; do
+        dir=$(pg_tmpdir)
+        local conf=("shardid.node_id = 7" "shardid.launch_id = 65" "max_connections = 40")
+        [ "$mode" = preloaded ] && conf+=("shared_preload_libraries = 'shardid'")
+        if cluster_init "$dir" "${conf[@]}" && cluster_start "$dir" "$port"; then
+            out=$(SHARDID_TEST_DSN="host=$dir port=$port user=postgres dbname=postgres" build/integration_tests 2>&1)
+            rc=$?
+            for scenario in test/scenarios/*.sh; do
+                out+=$'\n'$(SHARDID_TEST_HOST=$dir SHARDID_TEST_PORT=$port bash "$scenario" 2>&1) || rc=1
+            done
+            count_lines "$out"
+            if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then tail -20 <<<"$out"; bad=1; fi
+            record "integration ($PGV, $mode)" "$ok" "$bad"
+        else
+            broken "integration ($PGV, $mode)" "could not start a cluster"
+        fi
+        cluster_stop "$dir" immediate
+        rm -rf "$dir"
+        port=$((port + 1))
+    done
+}
