@@ -39,7 +39,8 @@ ensure_deps() {
         "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-14-dev" \
         "/usr/bin/python3:python3" "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps" \
         "/usr/bin/sqlsmith:sqlsmith" "/usr/share/perl5/IPC/Run.pm:libipc-run-perl" \
-        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:faketime" "/usr/bin/prove:perl"; do
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:faketime" "/usr/bin/prove:perl" \
+        "/usr/sbin/debootstrap:debootstrap" "/usr/bin/unshare:util-linux"; do
         [ -e "${want%%:*}" ] || missing+=("${want#*:}")
     done
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then

@@ -61,8 +61,11 @@ root_ensure() {
         root_install "$v" "$dir"
         return
     fi
-    [ -x /usr/sbin/debootstrap ] || as_root env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends debootstrap >/dev/null || return 1
+    if [ ! -x /usr/sbin/debootstrap ]; then
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null ||
+        return 1
+    fi
     log "building a Debian $suite root for PostgreSQL $v in $dir"
     new="$dir.new"
     as_root rm -rf "$new" || return 1

@@ -13,6 +13,10 @@ record() {
     passed=$((passed + $2))
     failed=$((failed + $3))
     [ "$3" -gt 0 ] && failures+=("$1")
+    # Seconds since the previous record, on stderr: where the time goes.
+    local now=$SECONDS
+    printf '== %s took %ds\n' "$1" $((now - ${last_record_at:-0})) >&2
+    last_record_at=$now
     printf '%-40s %4d passed, %d failed\n' "$1" "$2" "$3"
     # For a caller that collects results from several runs (the roots).
     [ -n "${SHARDID_RESULTS:-}" ] && printf '%s\t%d\t%d\n' "$1" "$2" "$3" >>"$SHARDID_RESULTS"
