@@ -11,7 +11,7 @@ DISTVERSION = $(EXTVERSION).0
 CORE_OBJS = src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
 PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/hwm.o src/pg/timeconv.o src/pg/layouts.o \
 	src/pg/trace.o src/pg/timeids.o src/pg/counters.o src/pg/codecs.o src/pg/eightbyte.o src/pg/keys.o \
-	src/pg/timefilter.o
+	src/pg/timefilter.o src/pg/advance.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
 
 DATA = $(wildcard sql/shardid--*.sql)
@@ -20,7 +20,7 @@ DATA = $(wildcard sql/shardid--*.sql)
 # instance configured by test/regress/regress.conf.
 # `make installcheck REGRESS=nopreload REGRESS_CONF=test/regress/nopreload.conf`
 # runs the same checks without shared_preload_libraries.
-REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile
+REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile sharding
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 

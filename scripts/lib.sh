@@ -40,7 +40,8 @@ ensure_deps() {
         "/usr/bin/python3:python3" "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps" \
         "/usr/bin/sqlsmith:sqlsmith" "/usr/share/perl5/IPC/Run.pm:libipc-run-perl" \
         "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:faketime" "/usr/bin/prove:perl" \
-        "/usr/sbin/debootstrap:debootstrap" "/usr/bin/unshare:util-linux"; do
+        "/usr/sbin/debootstrap:debootstrap" \
+        "/usr/share/postgresql/$PG_MAJOR/extension/plproxy.control:postgresql-$PG_MAJOR-plproxy" "/usr/bin/unshare:util-linux"; do
         [ -e "${want%%:*}" ] || missing+=("${want#*:}")
     done
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then

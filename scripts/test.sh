@@ -61,7 +61,7 @@ fi
 # --- pg_regress -------------------------------------------------------------
 work=$(pg_tmpdir)
 trap 'rm -rf "$work"' EXIT
-run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile
+run_regress "preloaded" test/regress/regress.conf trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile sharding
 run_regress "not preloaded" test/regress/nopreload.conf nopreload
 
 # --- TAP (PostgreSQL::Test::Cluster): failover and replication ------------
@@ -72,21 +72,21 @@ run_integration
 
 # --- the benchmark, in smoke mode: it must keep running ----------------------
 if out=$(bash scripts/bench.sh --smoke 2>&1) && grep -q '^## The C++ core' <<<"$out" && grep -q 'next_trace_id()' <<<"$out"; then
-    record "benchmark (smoke)" 1 0
+    record "benchmark ($PGV, smoke)" 1 0
 else
     tail -20 <<<"$out"
-    record "benchmark (smoke)" 0 1
+    record "benchmark ($PGV, smoke)" 0 1
 fi
 
 # --- faults on real servers (restarts, crashes, clock steps) and several ---
 # --- nodes joined by logical replication -----------------------------------
-for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/random/*.sh; do
+for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/cluster/*.sh test/random/*.sh; do
     out=$(bash "$script" 2>&1)
     grep -E '^(PASS|FAIL)' <<<"$out"
     ok=$(grep -c '^PASS' <<<"$out")
     bad=$(grep -c '^FAIL' <<<"$out")
     if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then tail -20 <<<"$out"; bad=1; fi
-    record "$(basename "$(dirname "$script")") ($(basename "$script" .sh))" "$ok" "$bad"
+    record "$(basename "$(dirname "$script")") ($PGV, $(basename "$script" .sh))" "$ok" "$bad"
 done
 
 # --- one version truth: control file, META.json, debian/changelog, ... -----

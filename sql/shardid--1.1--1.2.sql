@@ -363,3 +363,13 @@ COMMENT ON FUNCTION snowflake_created_within(bigint, tstzrange) IS
     'was the snowflake ID created within the period? Planned as an index range condition on the ID';
 COMMENT ON FUNCTION instagram_created_within(bigint, tstzrange) IS
     'was the Instagram-style ID created within the period? Planned as an index range condition on the ID';
+
+-- Moving a logical shard to this node: every later ID of the layout sorts
+-- above the shard's highest ID (superusers; bounded by shardid.max_clock_lead).
+CREATE FUNCTION shardid_advance_past(layout text, id bigint) RETURNS interval
+    AS 'MODULE_PATHNAME', 'shardid_advance_past'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION shardid_advance_past(text, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_advance_past(text, bigint) IS
+    'superusers: raises this node''s state for the layout so that every later ID sorts above the given one '
+    '(a logical shard moving to this node), durably; bounded by shardid.max_clock_lead; returns the clock lead';

@@ -68,6 +68,46 @@ inline void raise_last(SlotState& slot, uint64_t word)
         ;
 }
 
+// Raises the slot so that every later ID of `layout`, whatever its shard,
+// sorts above `id`: the highest ID of a logical shard that moves to this
+// node from another, whose clock may be ahead of this one's. Refused when
+// that would make the logical clock lead the wall clock (now_ms) by more
+// than max_lead_ms, for IDs outside the layout, and for layouts whose time
+// field wraps (their IDs do not sort by time). On success *tick_ms is the
+// Unix ms at which the ID's tick starts and *word the raised word (for the
+// persisted node state); the slot never goes down.
+inline bool advance_past(const Layout& layout, SlotState& slot, int64_t id, int64_t now_ms, int64_t max_lead_ms,
+                         Status* status, int64_t* tick_ms, uint64_t* word)
+{
+    if (layout.wraps) {
+        *status = Status::fail(Error::invalid_parameter, "%s IDs cannot be advanced past", layout.name)
+                      .with_detail("Its time field wraps around, so its IDs do not sort by time.");
+        return false;
+    }
+    if (id < 0 || (layout.total_bits() < 64 && (uint64_t(id) >> layout.total_bits()) != 0)) {
+        *status = Status::fail(Error::out_of_range, "%lld is not an ID of the %s layout", (long long)id, layout.name)
+                      .with_detail("A %s ID is a non-negative number of at most %u bits.", layout.name,
+                                   layout.total_bits());
+        return false;
+    }
+    const Fields f = layout.decompose(uint64_t(id));
+    const int64_t start_ms = layout.ms_of_tick(int64_t(f.tick));
+    const int64_t lead_ms = start_ms - now_ms;
+    if (lead_ms > max_lead_ms) {
+        *status = Status::fail(Error::clock_lead_exceeded,
+                               "advancing %s past ID %lld would make its logical clock lead the wall clock by %lld ms",
+                               layout.name, (long long)id, (long long)lead_ms)
+                      .with_detail("shardid.max_clock_lead is %lld ms.", (long long)max_lead_ms)
+                      .with_hint("Wait until this node's clock is within shardid.max_clock_lead of the ID's time, "
+                                 "or raise shardid.max_clock_lead.");
+        return false;
+    }
+    *word = layout.pack(f.tick, f.sequence);
+    *tick_ms = start_ms;
+    raise_last(slot, *word);
+    return true;
+}
+
 // Issues the next ID of `layout` for `shard` (already checked against the
 // shard field), and the Unix ms at which its tick starts (for the
 // high-water mark). On failure fills *status and returns false.

@@ -375,3 +375,61 @@ TEST(EngineThreads, ContendingThreadsNeverCollide)
     EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end()) << "no duplicate across threads";
     EXPECT_GT(slot.waits.load(), 0u) << "1,024 IDs per ms must have made callers wait";
 }
+
+// A logical shard moves from a node whose clock is ahead to one whose clock
+// is behind: after advance_past() with its highest ID, the new node's IDs of
+// that shard sort above every ID the shard had, in the same tick or later.
+TEST_F(Engine, AdvancePastMovesEveryLaterIdAboveTheMovedShard)
+{
+    SlotState old_node{};
+    FakeClock old_clock;
+    old_clock.ms = t0_ms + 15000;  // the old node is 15 s ahead
+    uint64_t highest = 0;
+    for (int i = 0; i < 5000; i++) {
+        uint64_t id;
+        ASSERT_TRUE(next_id(instagram_layout, old_node, old_clock, 10000, 5, &id, &status));
+        highest = std::max(highest, id);
+    }
+    clock.ms = t0_ms;
+    // Without it, the new node's first ID of shard 5 is below (the negative control).
+    SlotState unmoved{};
+    uint64_t below;
+    ASSERT_TRUE(next_id(instagram_layout, unmoved, clock, 10000, 5, &below, &status));
+    EXPECT_LT(below, highest);
+
+    int64_t tick_ms = 0;
+    uint64_t word = 0;
+    ASSERT_TRUE(advance_past(instagram_layout, slot, int64_t(highest), clock.now_ms(), 60000, &status, &tick_ms, &word))
+        << status.message;
+    EXPECT_EQ(tick_ms, instagram_layout.ms_of_tick(int64_t(instagram_layout.decompose(highest).tick)));
+    for (int i = 0; i < 3000; i++)
+        EXPECT_GT(next(instagram_layout, 5, 60000), highest);
+    // The slot never goes down: advancing past an older ID changes nothing.
+    const uint64_t last = slot.last.load();
+    ASSERT_TRUE(advance_past(instagram_layout, slot, int64_t(below), clock.now_ms(), 60000, &status, &tick_ms, &word));
+    EXPECT_EQ(slot.last.load(), last);
+}
+
+TEST_F(Engine, AdvancePastIsBoundedByTheClockLead)
+{
+    clock.ms = t0_ms;
+    const uint64_t ahead = instagram_layout.compose(uint64_t(instagram_layout.tick_of(t0_ms + 20000)), 5, 7);
+    int64_t tick_ms = 0;
+    uint64_t word = 0;
+    EXPECT_FALSE(advance_past(instagram_layout, slot, int64_t(ahead), clock.now_ms(), 10000, &status, &tick_ms, &word));
+    EXPECT_EQ(status.error, Error::clock_lead_exceeded);
+    EXPECT_EQ(slot.last.load(), 0u);  // refused: untouched
+    EXPECT_TRUE(advance_past(instagram_layout, slot, int64_t(ahead), clock.now_ms(), 30000, &status, &tick_ms, &word));
+}
+
+TEST_F(Engine, AdvancePastRefusesWhatItCannotOrder)
+{
+    int64_t tick_ms = 0;
+    uint64_t word = 0;
+    EXPECT_FALSE(advance_past(instagram_layout, slot, -1, t0_ms, 10000, &status, &tick_ms, &word));
+    EXPECT_EQ(status.error, Error::out_of_range);
+    EXPECT_FALSE(advance_past(tiny, slot, int64_t(1) << 27, t0_ms, 10000, &status, &tick_ms, &word));
+    EXPECT_EQ(status.error, Error::out_of_range);
+    EXPECT_FALSE(advance_past(trace_layout, slot, 1, t0_ms, 10000, &status, &tick_ms, &word));
+    EXPECT_EQ(status.error, Error::invalid_parameter);
+}
