@@ -27,10 +27,13 @@ root_dir() { echo "$SHARDID_ROOTS/pg$1"; }
 
 # What goes into a root: the server, what builds and packages shardid
 # (pg_buildext, debhelper), what its tests use (libpqxx, the TAP framework's
-# IPC::Run, libfaketime).
+# IPC::Run, libfaketime, and on 17 pg_partman).
 root_packages() {
+    local extra=""
+    # pg_partman 5 for the partitioning tests (trixie ships 5.2).
+    [ "$1" = 17 ] && extra=" postgresql-17-partman"
     echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \
-         "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps"
+         "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps$extra"
 }
 
 # The recipe a cached root was built from: a different release or mirror

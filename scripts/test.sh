@@ -107,6 +107,7 @@ for v in ${SHARDID_PG_VERSIONS:-15 17 18}; do
     if ! root_ensure "$v"; then broken "PG $v (Debian root)" "could not build the root"; continue; fi
     root_copy_source "$v" || { broken "PG $v (Debian root)" "could not copy the source"; continue; }
     suites="package integration tap"
+    [ "$v" = 17 ] && suites+=" partman"
     [ "$v" = "$PG_MAJOR" ] && suites="package"
     results="$(root_dir "$v")/build/results.tsv"
     as_root rm -f "$results"

@@ -10,6 +10,9 @@
 #                installcheck: the whole pg_regress suite, preloaded and not)
 #   integration  the libpqxx integration tests and shell scenarios
 #   tap          PostgreSQL's TAP framework: failover, recovery, switchover
+#   partman      pg_partman 5 (where the root has it: trixie's
+#                postgresql-17-partman) managing tables partitioned by the
+#                time inside shardid's IDs
 #
 # SHARDID_ROOT_SUITES names the suites (default: all three). Results are
 # appended to $SHARDID_RESULTS for the caller; ends with "N passed, N failed".
@@ -138,10 +141,105 @@ SQL
     fi
 }
 
+# pg_partman 5 managing partitions by the time inside shardid's IDs: (1) a
+# bigint snowflake key with partman's integer partitioning, one hour of IDs
+# per partition (3,600,000 ms << 22 sequence and shard bits: the partitions
+# start at whole UTC hours, the snowflake epoch being one); (2) a text key
+# of fixed-width base62 snowflake IDs with p_time_encoder / p_time_decoder
+# over shardid's functions (pg_partman 5.2 takes an encoder only for text
+# and uuid keys).
+partman_suite() {
+    local name="pg_partman ($PGV)" dir port=55490 out=""
+    if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/pg_partman.control" ]; then
+        broken "$name" "pg_partman is not installed in this root"; return
+    fi
+    dir=$(pg_tmpdir)
+    if ! { cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 3" &&
+           cluster_start "$dir" "$port"; }; then
+        broken "$name" "a server did not start"; rm -rf "$dir"; return
+    fi
+    pq() { cluster_psql "$dir" "$port" -At "$@"; }
+    t() {  # NAME SQL: one boolean
+        local got
+        got=$(pq -c "$2" 2>&1)
+        if [ "$got" = t ]; then out+="PASS $1"$'\n'; else out+="FAIL $1: $got"$'\n'; fi
+    }
+    pq >/dev/null <<'SQL' || out+="FAIL pg_partman and shardid set up"$'\n'
+CREATE SCHEMA partman;
+CREATE EXTENSION pg_partman SCHEMA partman;
+CREATE EXTENSION shardid;
+-- (1) a bigint key: partman's integer partitioning, an hour of IDs each.
+CREATE TABLE public.events (id bigint NOT NULL DEFAULT next_snowflake_id(), payload text) PARTITION BY RANGE (id);
+SELECT partman.create_parent(p_parent_table := 'public.events', p_control := 'id',
+                             p_interval := ((3600000::bigint) << 22)::text, p_premake := 3,
+                             p_start_partition := snowflake_min_id(date_trunc('hour', now()) - interval '3 hours')::text);
+-- (2) a text key of base62 snowflake IDs, with an encoder and a decoder
+-- made of shardid's IMMUTABLE STRICT functions.
+CREATE FUNCTION public.snowflake62_encoder(ts timestamptz) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT public.base62_encode(public.snowflake_min_id(ts), 11) $$;
+CREATE FUNCTION public.snowflake62_decoder(key text) RETURNS timestamptz LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT public.snowflake_timestamp(public.base62_decode(key)) $$;
+CREATE TABLE public.posts (key text COLLATE "C" NOT NULL DEFAULT base62_encode(next_snowflake_id(), 11), body text)
+    PARTITION BY RANGE (key);
+SELECT partman.create_parent(p_parent_table := 'public.posts', p_control := 'key', p_interval := '1 hour',
+                             p_premake := 3, p_time_encoder := 'public.snowflake62_encoder',
+                             p_time_decoder := 'public.snowflake62_decoder');
+SQL
+    pq >/dev/null <<'SQL' || out+="FAIL rows inserted"$'\n'
+INSERT INTO events (id, payload)
+    SELECT id_compose('snowflake', now() - g * interval '1 minute', 3, 0), 'old ' || g FROM generate_series(1, 170, 3) g;
+INSERT INTO events (payload) SELECT 'new ' || g FROM generate_series(1, 1000) g;
+INSERT INTO posts (key, body)
+    SELECT base62_encode(id_compose('snowflake', now() - g * interval '1 minute', 3, 0), 11), 'old ' || g
+    FROM generate_series(1, 170, 3) g;
+INSERT INTO posts (body) SELECT 'new ' || g FROM generate_series(1, 1000) g;
+SELECT partman.run_maintenance();
+SQL
+    t "pg_partman $(pq -c "SELECT extversion FROM pg_extension WHERE extname = 'pg_partman'") made hourly partitions of a bigint snowflake key, ahead of now" \
+      "SELECT count(*) >= 6 FROM partman.show_partitions('public.events')"
+    t "each partition of the bigint key starts at a whole UTC hour (snowflake_timestamp of its lower bound)" \
+      "SELECT bool_and(date_trunc('hour', snowflake_timestamp(lower) AT TIME ZONE 'UTC') = snowflake_timestamp(lower) AT TIME ZONE 'UTC')
+       FROM (SELECT (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''?(-?[0-9]+)'))[1]::bigint AS lower
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'public.events'::regclass AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT') s"
+    t "every row of the bigint key is in the partition of its hour, none in the default" \
+      "SELECT count(*) = 0 FROM events_default"
+    local plan
+    plan=$(pq -c "EXPLAIN (COSTS OFF) SELECT count(*) FROM events
+                  WHERE id >= snowflake_min_id(date_trunc('hour', now())) AND id < snowflake_min_id(now())")
+    if [ "$(grep -c 'Scan on events_' <<<"$plan")" = 1 ] && grep -q 'Subplans Removed' <<<"$plan"; then
+        out+="PASS this hour's rows are read from one partition of the bigint key (executor pruning)"$'\n'
+    else
+        out+="FAIL this hour's rows are read from one partition: $(tr '\n' ' ' <<<"$plan")"$'\n'
+    fi
+    t "encoder and decoder: pg_partman made hourly partitions of the base62 key" \
+      "SELECT count(*) >= 6 FROM partman.show_partitions('public.posts')"
+    t "each base62 partition's bounds decode to whole hours, an hour apart" \
+      "SELECT bool_and(date_trunc('hour', snowflake62_decoder(lo) AT TIME ZONE 'UTC') = snowflake62_decoder(lo) AT TIME ZONE 'UTC'
+                       AND snowflake62_decoder(hi) - snowflake62_decoder(lo) = interval '1 hour')
+       FROM (SELECT m[1] AS lo, m[2] AS hi FROM (SELECT regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)') AS m
+             FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+             WHERE i.inhparent = 'public.posts'::regclass AND pg_get_expr(c.relpartbound, c.oid) <> 'DEFAULT') b) s"
+    t "every base62 row is in the partition of its hour, none in the default" \
+      "SELECT count(*) = 0 FROM posts_default"
+    t "a base62 row's partition is the one the decoder names for its ID's hour" \
+      "SELECT bool_and(snowflake62_decoder(key) >= snowflake62_decoder(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'FROM \(''([^'']+)''\)'))
+                       AND snowflake62_decoder(key) < snowflake62_decoder(substring(pg_get_expr(c.relpartbound, c.oid) FROM 'TO \(''([^'']+)''\)')))
+       FROM posts p JOIN pg_class c ON c.oid = p.tableoid"
+    t "the encoder and decoder round-trip every partition boundary" \
+      "SELECT bool_and(snowflake62_decoder(snowflake62_encoder(h)) = h)
+       FROM generate_series(date_trunc('hour', now()) - interval '30 days', date_trunc('hour', now()) + interval '30 days', interval '1 hour') h"
+    cluster_stop "$dir" immediate
+    rm -rf "$dir"
+    count_lines "$out"
+    record "$name" "$ok" "$bad"
+}
+
 [[ $suites == *" package "* ]] && package_suite
 if [[ $suites == *" integration "* ]]; then
     if [ -z "$(shardid_files)" ]; then broken "integration ($PGV)" "shardid is not installed"; else run_integration; fi
 fi
+[[ $suites == *" partman "* ]] && partman_suite
 if [[ $suites == *" tap "* ]]; then
     if [ -z "$(shardid_files)" ]; then broken "tap ($PGV)" "shardid is not installed"; else run_tap; fi
 fi
