@@ -352,7 +352,7 @@ COMMENT ON FUNCTION shardid_key_ring_changed() IS
     'trigger: tells every session to forget the keys it cached when the key ring changes';
 COMMENT ON FUNCTION shardid_random_key() IS 'a random 16-byte secret for the key ring (superusers)';
 COMMENT ON FUNCTION shardid_created_within_support(internal) IS
-    'planner support of the *_created_within predicates: an index range condition on the ID';
+    'planner support of the *_created_within predicates: adds the period''s ID range (index range scans, partition pruning)';
 COMMENT ON FUNCTION id_range_min(text, tstzrange) IS 'the first ID the layout can issue within the period (whole ticks)';
 COMMENT ON FUNCTION id_range_max(text, tstzrange) IS 'the last ID the layout can issue within the period (whole ticks)';
 COMMENT ON FUNCTION trace_id_range_min(tstzrange) IS

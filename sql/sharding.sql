@@ -88,8 +88,42 @@ SELECT scans(format('SELECT count(*) FROM events WHERE id >= snowflake_min_id(%L
 -- now()-relative bounds: pruned when the executor starts; the last hour
 -- reads only the recent partition.
 SELECT scans('SELECT count(*) FROM events WHERE id >= snowflake_min_id(now() - interval ''1 hour'') AND id < snowflake_min_id(now())');
+-- The same periods through snowflake_created_within(): its planner support
+-- adds the period's ID range to the call, which prunes in the same ways.
+SELECT scans(format('SELECT count(*) FROM events WHERE snowflake_created_within(id, tstzrange(%L, %L))',
+                    :'two_days_ago', (:'two_days_ago'::timestamptz + interval '1 hour')::text));
+SELECT scans('SELECT count(*) FROM events WHERE snowflake_created_within(id, tstzrange(now() - interval ''1 hour'', now()))');
 SELECT count(*) = 100 + (SELECT count(*) FROM generate_series(1, 60, 7)) AS last_hour_rows
 FROM events WHERE id >= snowflake_min_id(now() - interval '1 hour') AND id < snowflake_min_id(clock_timestamp());
+SELECT count(*) = 100 + (SELECT count(*) FROM generate_series(1, 60, 7)) AS last_hour_rows_created_within
+FROM events WHERE snowflake_created_within(id, tstzrange(now() - interval '1 hour', clock_timestamp()));
+-- The rewritten predicate is the same predicate: for periods around
+-- existing rows (bounds inclusive or not, a millisecond either side), each
+-- planned as a constant, the call selects exactly the rows whose time lies
+-- in the period.
+CREATE FUNCTION disagreements() RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+    p tstzrange;
+    by_call bigint;
+    by_time bigint;
+    n bigint := 0;
+BEGIN
+    FOR p IN
+        SELECT tstzrange(snowflake_timestamp(e.id) - interval '1 ms' * (e.g % 3),
+                         snowflake_timestamp(e.id) + interval '1 ms' * (e.g % 2),
+                         (ARRAY['[]', '[)', '(]', '()'])[1 + e.g % 4])
+        FROM (SELECT id, row_number() OVER (ORDER BY id) AS g FROM events) e WHERE e.g % 5 = 0
+    LOOP
+        EXECUTE format('SELECT count(*) FROM events WHERE snowflake_created_within(id, %L::tstzrange)', p) INTO by_call;
+        EXECUTE format('SELECT count(*) FROM events WHERE snowflake_timestamp(id) <@ %L::tstzrange', p) INTO by_time;
+        IF by_call <> by_time THEN
+            n := n + 1;
+        END IF;
+    END LOOP;
+    RETURN n;
+END $$;
+SELECT disagreements();
+DROP FUNCTION disagreements();
 DROP TABLE events;
 DROP FUNCTION scans(text);
 

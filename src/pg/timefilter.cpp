@@ -1,8 +1,8 @@
-// Time filters that plan as index range scans: id_created_within() and its
-// per-scheme forms, with a planner support function that turns them into
-// "id >= <first ID of the range> AND id <= <last ID of the range>" on a
-// btree index of the ID (lossy: the predicate stays as a recheck, so the
-// bounds of the range, inclusive or not, are exact).
+// Time filters that plan as index range scans and prune partitions:
+// id_created_within() and its per-scheme forms, with a planner support
+// function that adds "id >= <first ID of the range> AND id <= <last ID of
+// the range>" to the call (which stays, so the bounds of the range,
+// inclusive or not, are exact).
 #include "pg/pg.hpp"
 
 extern "C" {
@@ -198,56 +198,87 @@ bool usable_as_bound(Node* arg)
     return !contain_var_clause(arg) && !contain_volatile_functions(arg);
 }
 
+// The ID range a *_created_within call implies: the ID argument's position,
+// and calls of the bound functions for the first and last ID of its period.
+// False when the period (or the layout name) is not usable as a bound: it
+// refers to a column, or is volatile.
+bool implied_range(Oid funcid, List* args, int* id_pos, Expr** lo, Expr** hi)
+{
+    const char* fname = get_func_name(funcid);
+    const Oid nsp = get_func_namespace(funcid);
+    // (layout, id, period) or (id, period).
+    const bool named_layout = list_length(args) == 3;
+    *id_pos = named_layout ? 1 : 0;
+    if (exprType(static_cast<Node*>(list_nth(args, *id_pos))) != INT8OID)
+        return false;
+    Node* period = static_cast<Node*>(list_nth(args, *id_pos + 1));
+    if (!usable_as_bound(period))
+        return false;
+    if (strcmp(fname, "trace_id_created_within") == 0) {
+        *lo = bound_call(nsp, "trace_id_range_min", list_make1(copy_node(period)));
+        *hi = bound_call(nsp, "trace_id_range_max", list_make1(copy_node(period)));
+        return true;
+    }
+    Node* layout;
+    if (named_layout) {
+        layout = static_cast<Node*>(list_nth(args, 0));
+        if (!usable_as_bound(layout))
+            return false;
+    } else {
+        const char* preset = strcmp(fname, "instagram_created_within") == 0 ? "instagram" : "snowflake";
+        layout = reinterpret_cast<Node*>(
+            makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1, CStringGetTextDatum(preset), false, false));
+    }
+    *lo = bound_call(nsp, "id_range_min", list_make2(copy_node(layout), copy_node(period)));
+    *hi = bound_call(nsp, "id_range_max", list_make2(copy_node(layout), copy_node(period)));
+    return true;
+}
+
+// "column >= lo" and "column <= hi" with the integer btree operators.
+List* range_clauses(Expr* column, Expr* lo, Expr* hi)
+{
+    const Oid ge = get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID, BTGreaterEqualStrategyNumber);
+    const Oid le = get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID, BTLessEqualStrategyNumber);
+    if (!OidIsValid(ge) || !OidIsValid(le))
+        return NIL;
+    auto* lower = reinterpret_cast<OpExpr*>(make_opclause(ge, BOOLOID, false, column, lo, InvalidOid, InvalidOid));
+    auto* upper = reinterpret_cast<OpExpr*>(
+        make_opclause(le, BOOLOID, false, static_cast<Expr*>(copy_node(column)), hi, InvalidOid, InvalidOid));
+    set_opfuncid(lower);
+    set_opfuncid(upper);
+    return list_make2(lower, upper);
+}
+
 }  // namespace
 
-// SupportRequestIndexCondition for every *_created_within function.
+// The planner support of every *_created_within function. While planning
+// (SupportRequestSimplify) the call becomes
+//     call AND id >= <first ID of the period> AND id <= <last ID>,
+// the same predicate (the call implies the range; the call stays, so the
+// bounds of the period, inclusive or not, are exact) in a form the planner
+// uses for an index range scan on the ID and for partition pruning on it.
+// A constant period's bounds are folded to constants here (the planner
+// prunes); a now()-relative one's are evaluated when the executor starts
+// (and prunes then).
 extern "C" Datum shardid_created_within_support(PG_FUNCTION_ARGS)
 {
     Node* raw = reinterpret_cast<Node*>(PG_GETARG_POINTER(0));
-    if (!IsA(raw, SupportRequestIndexCondition))
+    if (!IsA(raw, SupportRequestSimplify))
         PG_RETURN_POINTER(nullptr);
-    auto* req = reinterpret_cast<SupportRequestIndexCondition*>(raw);
-    if (!is_funcclause(req->node) || req->opfamily != INTEGER_BTREE_FAM_OID)
+    auto* req = reinterpret_cast<SupportRequestSimplify*>(raw);
+    if (req->root == nullptr)
         PG_RETURN_POINTER(nullptr);
-    List* args = reinterpret_cast<FuncExpr*>(req->node)->args;
-    const char* fname = get_func_name(req->funcid);
-    const Oid nsp = get_func_namespace(req->funcid);
-
-    // (layout, id, period) or (id, period); the ID must be the indexed column.
-    const bool named_layout = list_length(args) == 3;
-    const int id_pos = named_layout ? 1 : 0;
-    if (req->indexarg != id_pos || exprType(static_cast<Node*>(list_nth(args, id_pos))) != INT8OID)
-        PG_RETURN_POINTER(nullptr);
-    Node* period = static_cast<Node*>(list_nth(args, id_pos + 1));
-    if (!usable_as_bound(period))
-        PG_RETURN_POINTER(nullptr);
-
+    FuncExpr* call = req->fcall;
+    int id_pos;
     Expr *lo, *hi;
-    if (strcmp(fname, "trace_id_created_within") == 0) {
-        lo = bound_call(nsp, "trace_id_range_min", list_make1(copy_node(period)));
-        hi = bound_call(nsp, "trace_id_range_max", list_make1(copy_node(period)));
-    } else {
-        Node* layout;
-        if (named_layout) {
-            layout = static_cast<Node*>(list_nth(args, 0));
-            if (!usable_as_bound(layout))
-                PG_RETURN_POINTER(nullptr);
-        } else {
-            const char* preset = strcmp(fname, "instagram_created_within") == 0 ? "instagram" : "snowflake";
-            layout = reinterpret_cast<Node*>(
-                makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1, CStringGetTextDatum(preset), false, false));
-        }
-        lo = bound_call(nsp, "id_range_min", list_make2(copy_node(layout), copy_node(period)));
-        hi = bound_call(nsp, "id_range_max", list_make2(copy_node(layout), copy_node(period)));
-    }
-    Expr* column = static_cast<Expr*>(copy_node(list_nth(args, id_pos)));
-    const Oid ge = get_opfamily_member(req->opfamily, INT8OID, INT8OID, BTGreaterEqualStrategyNumber);
-    const Oid le = get_opfamily_member(req->opfamily, INT8OID, INT8OID, BTLessEqualStrategyNumber);
-    if (!OidIsValid(ge) || !OidIsValid(le))
+    if (!implied_range(call->funcid, call->args, &id_pos, &lo, &hi))
         PG_RETURN_POINTER(nullptr);
-    req->lossy = true;  // whole ticks: the predicate stays as a recheck
-    List* conditions = list_make2(make_opclause(ge, BOOLOID, false, column, lo, InvalidOid, InvalidOid),
-                                  make_opclause(le, BOOLOID, false, static_cast<Expr*>(copy_node(column)), hi,
-                                                InvalidOid, InvalidOid));
-    PG_RETURN_POINTER(conditions);
+    lo = reinterpret_cast<Expr*>(eval_const_expressions(req->root, reinterpret_cast<Node*>(lo)));
+    hi = reinterpret_cast<Expr*>(eval_const_expressions(req->root, reinterpret_cast<Node*>(hi)));
+    List* range = range_clauses(static_cast<Expr*>(copy_node(list_nth(call->args, id_pos))), lo, hi);
+    if (range == NIL)
+        PG_RETURN_POINTER(nullptr);
+    // A new node for the call itself: simplification does not revisit what
+    // a support function returns, so this does not recurse.
+    PG_RETURN_POINTER(make_andclause(lcons(copy_node(call), range)));
 }
