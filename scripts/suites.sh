@@ -8,18 +8,21 @@ failed=0
 failures=()
 PGV="PG $PG_MAJOR"
 
-# record NAME PASSED FAILED
+# record NAME PASSED FAILED [SECONDS]
+# SECONDS is given when the suite ran elsewhere (in a root) and took that long
+# there; otherwise it is the time since the previous record.
 record() {
     passed=$((passed + $2))
     failed=$((failed + $3))
     [ "$3" -gt 0 ] && failures+=("$1")
-    # Seconds since the previous record, on stderr: where the time goes.
-    local now=$SECONDS
-    printf '== %s took %ds\n' "$1" $((now - ${last_record_at:-0})) >&2
+    # Where the time goes, on stderr.
+    local now=$SECONDS took=${4:-}
+    [ -n "$took" ] || took=$((now - ${last_record_at:-0}))
+    printf '== %s took %ds\n' "$1" "$took" >&2
     last_record_at=$now
     printf '%-40s %4d passed, %d failed\n' "$1" "$2" "$3"
     # For a caller that collects results from several runs (the roots).
-    [ -n "${SHARDID_RESULTS:-}" ] && printf '%s\t%d\t%d\n' "$1" "$2" "$3" >>"$SHARDID_RESULTS"
+    [ -n "${SHARDID_RESULTS:-}" ] && printf '%s\t%d\t%d\t%d\n' "$1" "$2" "$3" "$took" >>"$SHARDID_RESULTS"
     return 0
 }
 

@@ -104,7 +104,9 @@ record "version (one truth)" "$ok" "$bad"
 # PostgreSQL 15's own suites ran natively above; its root checks the package.
 . scripts/roots.sh
 for v in ${SHARDID_PG_VERSIONS:-15 17 18}; do
+    started=$SECONDS
     if ! root_ensure "$v"; then broken "PG $v (Debian root)" "could not build the root"; continue; fi
+    log "PostgreSQL $v root ready in $((SECONDS - started))s"
     root_copy_source "$v" || { broken "PG $v (Debian root)" "could not copy the source"; continue; }
     suites="package integration tap"
     [ "$v" = 17 ] && suites+=" partman"
@@ -113,9 +115,9 @@ for v in ${SHARDID_PG_VERSIONS:-15 17 18}; do
     as_root rm -f "$results"
     log "PostgreSQL $v in $(root_dir "$v"): $suites"
     root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv \
-        bash /build/shardid/test/versions/in_root.sh 2>&1 | grep -vE '[0-9]+ passed, [0-9]+ failed$' | sed "s/^/[PG $v] /"
+        bash /build/shardid/test/versions/in_root.sh 2>&1 | grep -vE '[0-9]+ passed, [0-9]+ failed$|^== .* took [0-9]+s$' | sed "s/^/[PG $v] /"
     if [ -s "$results" ]; then
-        while IFS=$'\t' read -r name ok bad; do record "$name" "$ok" "$bad"; done <"$results"
+        while IFS=$'\t' read -r name ok bad took; do record "$name" "$ok" "$bad" "$took"; done <"$results"
     else
         broken "PG $v (Debian root)" "the suites in the root reported nothing"
     fi
