@@ -43,6 +43,24 @@ count_lines() {
     bad=$(grep -c '^FAIL' <<<"$1")
 }
 
+# record_script NAME OUT STATUS: counts a script's PASS/FAIL lines. A
+# script that exits non-zero has failed, whatever it printed (one more
+# failure when it printed no FAIL line), and so has one that printed none.
+record_script() {
+    local name=$1 out=$2 rc=$3
+    count_lines "$out"
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+        tail -20 <<<"$out"
+        echo "FAIL $name exited with status $rc"
+        bad=1
+    elif [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+        tail -20 <<<"$out"
+        echo "FAIL $name printed no result"
+        bad=1
+    fi
+    record "$name" "$ok" "$bad"
+}
+
 # regress_lines OUT: pg_regress's per-test lines as PASS/FAIL lines. Up to
 # PostgreSQL 15 pg_regress prints "test NAME ... ok"; from 16 on it prints
 # TAP: "ok 1 - NAME" / "not ok 1 - NAME".
@@ -89,6 +107,10 @@ run_regress() {
     local dir="$work/regress-${name//[^A-Za-z0-9]/_}" out
     test_copy "$dir" Makefile shardid.control sql expected test
     out=$(cd "$dir" && as_pg make -s installcheck PG_CONFIG="$PG_CONFIG" REGRESS="$*" REGRESS_CONF="$conf" 2>&1)
+    local rc=$?
+    # pg_regress exits non-zero on any failure: a run that says otherwise
+    # in its lines still fails.
+    [ "$rc" -ne 0 ] && ! grep -q '^FAIL' <<<"$(regress_lines "$out")" && out+=$'\nnot ok 0 - exit_status_'"$rc"
     record_regress "pg_regress ($PGV, $name)" "$out" "$dir"
 }
 

@@ -34,6 +34,24 @@ CREATE TRIGGER shardid_user_layout_no_truncate
     BEFORE TRUNCATE ON shardid_user_layout
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_refuse_layout_change();
 
+-- Backends cache layouts and keys; a change of either catalog sends a cache
+-- invalidation, which other backends apply when it commits and this one
+-- applies at once and again if it rolls back (src/pg/layouts.cpp), so no
+-- cache ever holds a definition that was not committed.
+CREATE FUNCTION shardid_catalog_changed() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'shardid_catalog_changed'
+    LANGUAGE C;
+COMMENT ON FUNCTION shardid_catalog_changed() IS
+    'trigger: tells every session to forget what it cached from a shardid catalog (layouts, keys) when it changes';
+CREATE TRIGGER shardid_user_layout_changed
+    AFTER INSERT ON shardid_user_layout
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
+DROP TRIGGER shardid_key_ring_changed ON shardid_key;
+DROP FUNCTION shardid_key_ring_changed();
+CREATE TRIGGER shardid_key_ring_changed
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_key
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
+
 -- A user layout's definition is kept twice: as the catalog row, and as a
 -- function of its own, "shardid_layout$<name>"(), owned by the extension's
 -- owner and dependent on the extension (DROP EXTENSION drops it) but not
@@ -348,8 +366,6 @@ COMMENT ON FUNCTION eightbyte_id_decode(bytea) IS
     'fields of an 8-byte id: creation time, sequence, generator id, cluster id, mode';
 COMMENT ON FUNCTION eightbyte_id_to_bigint(bytea) IS 'a time-sequential 8-byte id as a positive bigint (same order)';
 COMMENT ON FUNCTION eightbyte_id_from_bigint(bigint) IS 'the 8-byte id of a bigint made by eightbyte_id_to_bigint';
-COMMENT ON FUNCTION shardid_key_ring_changed() IS
-    'trigger: tells every session to forget the keys it cached when the key ring changes';
 COMMENT ON FUNCTION shardid_random_key() IS 'a random 16-byte secret for the key ring (superusers)';
 COMMENT ON FUNCTION shardid_created_within_support(internal) IS
     'planner support of the *_created_within predicates: adds the period''s ID range (index range scans, partition pruning)';

@@ -22,7 +22,7 @@ TableRows rows_with_key(Oid nsp, const char* table, const char* column, const ch
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_TABLE), errmsg("table \"%s\" of shardid is missing", table),
                         errhint("Reinstall the extension.")));
     Relation rel = table_open(relid, AccessShareLock);
-    TableRows out{CreateTupleDescCopy(RelationGetDescr(rel)), NIL};
+    TableRows out{relid, CreateTupleDescCopy(RelationGetDescr(rel)), NIL};
     const AttrNumber att = get_attnum(relid, column);
     if (att == InvalidAttrNumber || TupleDescAttr(out.desc, att - 1)->atttypid != TEXTOID)
         elog(ERROR, "column \"%s\" of shardid table \"%s\" is missing", column, table);

@@ -17,6 +17,7 @@ extern "C" {
 namespace shardid::pg {
 
 struct TableRows {
+    Oid relid;       // the table read
     TupleDesc desc;  // a copy, valid with the rows
     List* rows;      // HeapTuple copies whose text column matched
 };

@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(shardid_reveal_id);
 PG_FUNCTION_INFO_V1(shardid_next_opaque_id);
 PG_FUNCTION_INFO_V1(shardid_random_key);
 PG_FUNCTION_INFO_V1(shardid_key_ring_changed);
+PG_FUNCTION_INFO_V1(shardid_catalog_changed);
 }
 
 namespace shardid::pg {
@@ -44,11 +45,17 @@ struct CachedKey {
 };
 CachedKey keys[max_keys];
 int n_keys = 0;
+Oid key_ring = InvalidOid;  // the relation the cached keys were read from
 bool callback_registered = false;
 
-void forget_keys(Datum, Oid)
+// Relcache callback. The key ring's statement trigger sends an
+// invalidation on every change; this backend applies it at once and again
+// if the change rolls back, others when it commits: the cache holds only
+// committed keys.
+void forget_keys(Datum, Oid relid)
 {
-    n_keys = 0;
+    if (relid == InvalidOid || relid == key_ring)
+        n_keys = 0;
 }
 
 // Reads a key from the key ring, which the caller may not read itself
@@ -59,6 +66,10 @@ void forget_keys(Datum, Oid)
 bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
 {
     const TableRows t = rows_with_key(nsp, "shardid_key", "name", name, len);
+    if (t.relid != key_ring) {
+        n_keys = 0;
+        key_ring = t.relid;
+    }
     HeapTuple oldest = nullptr;
     TimestampTz oldest_at = 0;
     ListCell* lc;
@@ -156,14 +167,18 @@ extern "C" Datum shardid_random_key(PG_FUNCTION_ARGS)
     PG_RETURN_BYTEA_P(out);
 }
 
-// Statement trigger on the key ring: row changes send no cache
-// invalidation by themselves, so send one, and every backend (this one
-// included) forgets the keys it cached.
-extern "C" Datum shardid_key_ring_changed(PG_FUNCTION_ARGS)
+// Statement trigger on shardid's catalogs (the key ring, the layout
+// catalog): row changes send no cache invalidation by themselves, so send
+// one for the table. Every backend (this one included) forgets what it
+// cached from it; a rollback of the change replays it in this backend.
+extern "C" Datum shardid_catalog_changed(PG_FUNCTION_ARGS)
 {
     if (!CALLED_AS_TRIGGER(fcinfo))
         ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-                        errmsg("shardid_key_ring_changed() must be called as a trigger")));
+                        errmsg("%s() must be called as a trigger", get_func_name(fcinfo->flinfo->fn_oid))));
     CacheInvalidateRelcache(reinterpret_cast<TriggerData*>(fcinfo->context)->tg_relation);
     return PointerGetDatum(NULL);
 }
+
+// The 1.0 name of the same trigger function (its install script names it).
+extern "C" Datum shardid_key_ring_changed(PG_FUNCTION_ARGS) { return shardid_catalog_changed(fcinfo); }

@@ -35,18 +35,48 @@ namespace {
 
 constexpr int max_name_len = 63;
 
+// The per-backend cache of user layouts holds only committed definitions,
+// by the same mechanism that keeps PostgreSQL's own caches right: a change
+// of the catalog sends an invalidation (the statement trigger
+// shardid_user_layout_changed on every INSERT; DROP EXTENSION drops the
+// table), which other backends apply when the change commits and which
+// this backend applies at once and again when its transaction or
+// subtransaction rolls back. So a layout read inside a transaction that
+// made it and then rolled back is forgotten at the rollback, and a layout
+// another session commits is read afresh. Entries read from a carrier
+// function (no catalog row yet) are forgotten on any change of pg_proc,
+// which covers a carrier made, replaced or dropped, committed or rolled
+// back.
 LayoutEntry preset_entries[std::size(presets)];
 LayoutEntry user_entries[max_slots];
 int n_user_entries = 0;
-// Bumped whenever cached user layouts may be stale (the catalog table was
-// invalidated, e.g. by DROP EXTENSION); fn_extra caches compare it.
+int n_carried_entries = 0;      // entries read from a carrier function
+Oid layout_catalog = InvalidOid;  // the relation the entries were read from
+// Bumped whenever cached user layouts may be stale; fn_extra caches
+// compare it.
 uint64 cache_generation = 1;
 bool callback_registered = false;
 
-void invalidate_user_layouts(Datum, Oid)
+void forget_user_layouts()
 {
     n_user_entries = 0;
+    n_carried_entries = 0;
     cache_generation++;
+}
+
+// Relcache callback: only the layout catalog's invalidations (or a reset
+// of every relation, InvalidOid) concern the cache.
+void layout_catalog_changed(Datum, Oid relid)
+{
+    if (n_user_entries > 0 && (relid == InvalidOid || relid == layout_catalog))
+        forget_user_layouts();
+}
+
+// Syscache callback on pg_proc: a carrier function changed, or may have.
+void functions_changed(Datum, int, uint32)
+{
+    if (n_carried_entries > 0)
+        forget_user_layouts();
 }
 
 struct CallCache {
@@ -130,11 +160,17 @@ bool anchored_layout(Oid nsp, const char* name, Layout* out)
 LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
 {
     if (!callback_registered) {
-        CacheRegisterRelcacheCallback(invalidate_user_layouts, (Datum)0);
+        CacheRegisterRelcacheCallback(layout_catalog_changed, (Datum)0);
+        CacheRegisterSyscacheCallback(PROCOID, functions_changed, (Datum)0);
         callback_registered = true;
     }
     const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
     const TableRows t = rows_with_key(nsp, "shardid_user_layout", "name", name, len);
+    if (t.relid != layout_catalog) {
+        forget_user_layouts();
+        layout_catalog = t.relid;
+    }
+    bool carried = false;
     char name_z[max_name_len + 1];
     memcpy(name_z, name, len);
     name_z[len] = '\0';
@@ -148,9 +184,12 @@ LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
                              DatumGetInt16(row_value(t, row, "sequence_bits")));
     } else if (!anchored_layout(nsp, name_z, &layout)) {
         return nullptr;
+    } else {
+        carried = true;
     }
-    if (n_user_entries == max_slots)
-        invalidate_user_layouts((Datum)0, InvalidOid);
+    if (n_user_entries == int(std::size(user_entries)))
+        forget_user_layouts();
+    n_carried_entries += carried;
     LayoutEntry* entry = &user_entries[n_user_entries++];
     memcpy(entry->name, name_z, len + 1);
     entry->layout = layout;

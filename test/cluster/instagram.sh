@@ -276,6 +276,9 @@ rows=$((rows + 100 + CLIENTS * TXNS))   # the 100 fresh rows and phase 2
 checks "phase 2" "$rows"
 moved_new=$(qp -c "SELECT count(*) FROM rows WHERE shard = 5 AND payload = 'phase 2'")
 below=$(qp -c "SELECT count(*) FROM rows WHERE shard = 5 AND payload = 'phase 2' AND id <= $max5")
+# Precondition: the checks below mean something only if the moved shard got
+# new rows (at least a few hundred of phase 2's inserts route to it).
+check "phase 2: the moved shard received new rows (at least 100)" t "$(qp -c "SELECT $moved_new >= 100")"
 check "phase 2: IDs of the moved shard at or below its old maximum (of $moved_new new rows)" 0 "$below"
 check "phase 2: the moved shard's new rows are on node B" "$moved_new" \
     "$(qp -c "SELECT count(*) FROM rows WHERE shard = 5 AND payload = 'phase 2' AND node = 'B'")"
