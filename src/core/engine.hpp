@@ -59,6 +59,22 @@ inline void resume_above(const Layout& layout, SlotState& slot, int64_t floor_ms
         slot.last.store(layout.pack(uint64_t(tick), layout.sequence_max()), std::memory_order_relaxed);
 }
 
+// For a slot of a shape that has no mark of its own: every ID the shape
+// ever issued on this node lies in a tick that ends at or before end_ms (the
+// node state's retired floor), so continue as if every such tick were used
+// up. Unlike resume_above(), the tick that contains end_ms stays free: a
+// coarse layout first used after a restart does not wait for its next tick.
+inline void resume_after(const Layout& layout, SlotState& slot, int64_t end_ms)
+{
+    const int64_t tick = layout.tick_of(end_ms) - 1;
+    if (tick >= 0) {
+        const uint64_t word = layout.pack(uint64_t(tick), layout.sequence_max());
+        uint64_t last = slot.last.load(std::memory_order_acquire);
+        while (last < word && !slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel))
+            ;
+    }
+}
+
 // Raises the slot's last issued word to at least `word` (a replayed mark:
 // never lowers it).
 inline void raise_last(SlotState& slot, uint64_t word)

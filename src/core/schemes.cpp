@@ -39,6 +39,16 @@ bool check_shard(const Layout& layout, int64_t shard, const char* what, Status* 
     return false;
 }
 
+bool valid_name(const char* name, size_t len)
+{
+    if (len < 1 || len > 63)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_'))
+            return false;
+    return true;
+}
+
 const Layout* find_preset(const char* name, size_t len)
 {
     for (const Layout* p : presets)

@@ -34,6 +34,12 @@ inline constexpr const Layout* presets[] = {&snowflake_layout, &twitter_layout, 
 // The preset of that name, or nullptr.
 const Layout* find_preset(const char* name, size_t len);
 
+// The rule for the names of user layouts and keys: 1 to 63 characters,
+// lowercase letters, digits and '_' (the SQL CHECK of the key ring repeats
+// it).
+bool valid_name(const char* name, size_t len);
+inline constexpr const char* valid_name_rule = "1 to 63 characters: lowercase letters, digits and '_'";
+
 // The fields of an ID of a non-wrapping layout.
 struct Decoded {
     int64_t unix_ms;   // start of the ID's tick

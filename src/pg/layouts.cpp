@@ -104,6 +104,8 @@ constexpr const char* anchor_format = "SELECT 'shardid layout v1: name=%s epoch_
 // counts; its body is the one shardid_layout_anchor_body() wrote.
 bool anchored_layout(Oid nsp, const char* name, Layout* out)
 {
+    if (!valid_name(name, strlen(name)))
+        return false;
     char* fname = layout_anchor_name(name);
     List* qualified = list_make2(makeString(get_namespace_name(nsp)), makeString(fname));
     const Oid fn = LookupFuncName(qualified, 0, nullptr, true);
@@ -213,9 +215,20 @@ uint32 next_tick_wait_event()
 
 }  // namespace
 
+void check_layout_name(const char* name, int len)
+{
+    if (!valid_name(name, size_t(len)))
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("invalid layout name \"%.*s\"", len > max_name_len ? max_name_len : len, name),
+                        errdetail("Layout names are %s.", valid_name_rule)));
+}
+
 Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, int32 time_bits, int32 shard_bits,
                    int32 sequence_bits)
 {
+    // A superuser can write the catalog directly: its names obey the rule
+    // too (the node state and messages carry them).
+    check_layout_name(name, int(strlen(name)));
     const int64 epoch_ms = unix_ms_of(epoch, "epoch");
     if (timestamptz_of_unix_ms(epoch_ms) != epoch)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("epoch must be a whole millisecond")));

@@ -19,6 +19,9 @@ struct LayoutEntry {
 // fn_extra; ereports for NULL or unknown names.
 LayoutEntry& layout_arg(FunctionCallInfo fcinfo, int argno);
 
+// Refuses (22023) a layout name that breaks the naming rule.
+void check_layout_name(const char* name, int len);
+
 // A user layout from its catalog columns, checked as create_layout() checks
 // it (ereports, with SQLSTATE 22023, for anything the engine cannot use).
 Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, int32 time_bits, int32 shard_bits,

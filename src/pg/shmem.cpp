@@ -35,6 +35,7 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "utils/syscache.h"
 #include "utils/tuplestore.h"
 }
 
@@ -45,33 +46,6 @@ PG_FUNCTION_INFO_V1(shardid_status);
 namespace shardid::pg {
 
 namespace {
-
-// What makes two layouts share state: everything but the name.
-struct Shape {
-    int64_t epoch_ms;
-    int64_t unit_ms;
-    uint8_t time_bits, shard_bits, sequence_bits, sequence_first;
-    bool wraps;
-
-    static Shape of(const Layout& l)
-    {
-        return Shape{l.epoch_ms, l.unit_ms, l.time_bits, l.shard_bits, l.sequence_bits, l.sequence_first, l.wraps};
-    }
-    static Shape of(const SlotMark& m)
-    {
-        return Shape{m.epoch_ms, m.unit_ms, m.time_bits, m.shard_bits, m.sequence_bits, m.sequence_first, m.wraps};
-    }
-    bool operator==(const Shape& o) const
-    {
-        return epoch_ms == o.epoch_ms && unit_ms == o.unit_ms && time_bits == o.time_bits &&
-               shard_bits == o.shard_bits && sequence_bits == o.sequence_bits &&
-               sequence_first == o.sequence_first && wraps == o.wraps;
-    }
-    Layout layout(const char* name) const
-    {
-        return Layout{name, epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits, wraps, sequence_first};
-    }
-};
 
 // How far ahead of the IDs in use the high-water mark is written.
 constexpr int64 lease_ms = 1000;
@@ -84,7 +58,8 @@ struct Slot {
     SlotState state;  // first, so it keeps the slot's 64-byte alignment
     Shape shape;
     char name[64];    // the layout that first claimed the slot, for shardid_status()
-    std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none yet)
+    Oid database;     // the database that first claimed it (InvalidOid: restored from the node state)
+    std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none, or retired)
 };
 static_assert(offsetof(Slot, state) == 0, "a SlotState pointer is its Slot's address");
 
@@ -95,6 +70,7 @@ struct Shared {
     bool hwm_corrupt;              // the state file could not be read: generation refuses
     std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
+    std::atomic<int64_t> retired_ms;  // NodeState::retired_ms: coarse shapes without a mark resume after it
     int64 generator_floor;         // highest DecimalId generator id taken on this node (-1: none)
     int64 run_floor;               // highest call-number run id taken on this node (-1: none)
     LWLock state_lock;             // see the locking rules above
@@ -126,35 +102,56 @@ void raise_if_corrupt()
 }
 
 // A slot's persisted mark, as the state file holds it.
-SlotMark mark_of(const Slot& slot, uint64_t word)
+LayoutMark mark_of(const Slot& slot, uint64_t word)
 {
-    SlotMark m{};
+    LayoutMark m;
     strlcpy(m.name, slot.name, sizeof m.name);
-    m.epoch_ms = slot.shape.epoch_ms;
-    m.unit_ms = slot.shape.unit_ms;
-    m.time_bits = slot.shape.time_bits;
-    m.shard_bits = slot.shape.shard_bits;
-    m.sequence_bits = slot.shape.sequence_bits;
-    m.sequence_first = slot.shape.sequence_first;
-    m.wraps = slot.shape.wraps;
+    m.shape = slot.shape;
     m.word = word;
     return m;
 }
 
-// The state as it is persisted now. Caller holds state_lock.
+// The Unix ms at which the tick of a mark's word ends.
+int64 mark_end_ms(const Shape& shape, uint64_t word)
+{
+    const Layout layout = shape.layout("");
+    return layout.ms_of_tick(int64(layout.packed_tick(word)) + 1);
+}
+
+// Raises the retired floor to cover a mark whose tick is over.
+void retire(const Shape& shape, uint64_t word)
+{
+    const int64 end = mark_end_ms(shape, word);
+    int64_t cur = shared->retired_ms.load();
+    while (cur < end && !shared->retired_ms.compare_exchange_weak(cur, end))
+        ;
+}
+
+// The state as it is persisted now. Caller holds state_lock. A coarse
+// layout's mark whose tick is over (by the wall clock) is retired: the
+// retired floor covers its whole tick from now on, so the state keeps only
+// the marks of ticks in progress, and a layout used once does not hold a
+// place in it for ever. Its slot writes a new mark if it issues again.
 NodeState persisted_state()
 {
+    const int64 now_ms = wall_clock().now_ms();
     NodeState st;
     st.mark_ms = shared->lease_until_ms.load(std::memory_order_acquire);
     st.generator_floor = shared->generator_floor;
     st.run_floor = shared->run_floor;
-    for (int i = 0; i < shared->n_used && st.n_slots < max_slot_marks; i++) {
-        const Slot& slot = shared->slots[i];
+    for (int i = 0; i < shared->n_used; i++) {
+        Slot& slot = shared->slots[i];
         const uint64_t word = slot.persisted.load(std::memory_order_acquire);
         if (word == 0)
             continue;
-        st.slots[st.n_slots++] = mark_of(slot, word);
+        if (mark_end_ms(slot.shape, word) <= now_ms || st.n_marks == NodeState::max_marks) {
+            retire(slot.shape, word);
+            slot.persisted.store(0, std::memory_order_release);
+            continue;
+        }
+        st.marks[st.n_marks++] = mark_of(slot, word);
     }
+    st.retired_ms = shared->retired_ms.load();
     return st;
 }
 
@@ -168,16 +165,44 @@ void persist(const NodeState& st)
     hwm_write(st);
 }
 
-// A new slot for `shape`, resumed above everything the node issued before
-// its last restart. Caller holds AddinShmemInitLock; nullptr when full.
-Slot* new_slot_locked(const Shape& shape, const char* name)
+// Makes a slot that has no mark of its own continue above everything its
+// shape may have issued on this node: a fine layout above the restart
+// floor (its IDs are covered by the node's time mark), a coarse one after
+// the retired floor (its IDs are covered by its own marks, retired into
+// that floor once their tick is over). A coarse layout that never issued
+// an ID so starts in the current tick.
+void resume_unmarked(Slot& slot)
 {
-    if (shared->n_used == max_slots)
+    const Layout layout = slot.shape.layout(slot.name);
+    if (is_coarse(layout.unit_ms))
+        resume_after(layout, slot.state, shared->retired_ms.load());
+    else
+        resume_above(layout, slot.state, shared->restart_floor_ms.load());
+}
+
+// Why new_slot_locked() gave no slot.
+enum class NoSlot { none, node_full, database_full };
+
+// A new slot for `shape`, first claimed by `database` (InvalidOid: the
+// node state's own). Caller holds AddinShmemInitLock; nullptr when the
+// node, or the database's share of it, is full.
+Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot* why = nullptr)
+{
+    int of_database = 0;
+    for (int i = 0; i < shared->n_used; i++)
+        of_database += OidIsValid(database) && shared->slots[i].database == database;
+    NoSlot no = shared->n_used == max_slots ? NoSlot::node_full
+                : of_database >= max_slots_per_database ? NoSlot::database_full
+                                                        : NoSlot::none;
+    if (why != nullptr)
+        *why = no;
+    if (no != NoSlot::none)
         return nullptr;
     Slot* slot = &shared->slots[shared->n_used++];
     slot->shape = shape;
+    slot->database = database;
     strlcpy(slot->name, name, sizeof slot->name);
-    resume_above(shape.layout(slot->name), slot->state, shared->restart_floor_ms.load());
+    resume_unmarked(*slot);
     return slot;
 }
 
@@ -201,16 +226,26 @@ void attach_locked()
         aligned->hwm_corrupt = got == HwmRead::corrupt;
         aligned->restart_floor_ms.store(st.mark_ms);
         aligned->lease_until_ms.store(st.mark_ms);
+        aligned->retired_ms.store(st.retired_ms);
         aligned->generator_floor = st.generator_floor;
         aligned->run_floor = st.run_floor;
         aligned->tranche = LWLockNewTrancheId();
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
         shared = aligned;
-        // Layouts with marks of their own resume exactly where those say.
-        for (int i = 0; i < st.n_slots; i++) {
-            Slot* slot = new_slot_locked(Shape::of(st.slots[i]), st.slots[i].name);
-            slot->state.last.store(st.slots[i].word, std::memory_order_relaxed);
-            slot->persisted.store(st.slots[i].word, std::memory_order_relaxed);
+        // Layouts with marks of their own resume exactly where those say;
+        // marks whose tick is over are retired instead, so a restart frees
+        // their slots.
+        const int64 now_ms = wall_clock().now_ms();
+        for (int i = 0; i < st.n_marks; i++) {
+            const LayoutMark& m = st.marks[i];
+            Slot* slot = mark_end_ms(m.shape, m.word) <= now_ms ? nullptr
+                                                                : new_slot_locked(m.shape, m.name, InvalidOid);
+            if (slot == nullptr) {
+                retire(m.shape, m.word);
+                continue;
+            }
+            slot->state.last.store(m.word, std::memory_order_relaxed);
+            slot->persisted.store(m.word, std::memory_order_relaxed);
         }
     }
     LWLockRegisterTranche(aligned->tranche, "shardid");
@@ -273,13 +308,15 @@ void cover_word(Slot& slot, const Layout& layout, uint64_t word)
     if ((word > p || p - word <= lease / 2) && want > p) {
         NodeState st = persisted_state();
         bool listed = false;
-        for (int i = 0; i < st.n_slots && !listed; i++)
-            if (Shape::of(st.slots[i]) == slot.shape) {
-                st.slots[i].word = want;
+        for (int i = 0; i < st.n_marks && !listed; i++)
+            if (st.marks[i].shape == slot.shape) {
+                st.marks[i].word = want;
                 listed = true;
             }
-        if (!listed && st.n_slots < max_slot_marks)
-            st.slots[st.n_slots++] = mark_of(slot, want);
+        if (!listed && st.n_marks < NodeState::max_marks)
+            st.marks[st.n_marks++] = mark_of(slot, want);
+        else if (!listed)
+            st.retired_ms = std::max<int64>(st.retired_ms, mark_end_ms(slot.shape, want));
         persist(st);
         slot.persisted.store(want, std::memory_order_release);
     }
@@ -312,38 +349,72 @@ SlotState* slot_for(const Layout& layout)
     for (int i = 0; i < shared->n_used && slot == nullptr; i++)
         if (shared->slots[i].shape == shape)
             slot = &shared->slots[i];
+    NoSlot why = NoSlot::none;
     if (slot == nullptr)
-        slot = new_slot_locked(shape, layout.name);
+        slot = new_slot_locked(shape, layout.name, MyDatabaseId, &why);
     LWLockRelease(AddinShmemInitLock);
 
+    if (why == NoSlot::database_full)
+        ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+                        errmsg("too many distinct shardid layouts in use in this database"),
+                        errdetail("A database may bring at most %d distinct layout shapes into use on a node "
+                                  "between restarts (the node has %d).",
+                                  max_slots_per_database, max_slots),
+                        errhint("Reuse an existing layout shape. A restart frees the shapes whose current tick "
+                                "is over.")));
     if (slot == nullptr)
         ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
                         errmsg("too many distinct shardid layouts in use on this node"),
                         errdetail("Each distinct layout shape takes one of %d shared state slots.", max_slots),
-                        errhint("Reuse an existing layout shape, or restart the server to free unused slots.")));
+                        errhint("Reuse an existing layout shape. A restart frees the shapes whose current tick "
+                                "is over.")));
     cache[n_cached++] = CachedSlot{shape, &slot->state};
     return &slot->state;
 }
 
 DecimalState* decimal_state(Oid database)
 {
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    if (shared == nullptr)
-        attach_locked();
-    DecimalState* found = nullptr;
-    for (auto& d : shared->decimal)
-        if (d.database == database || d.database == InvalidOid) {
-            d.database = database;
-            found = &d.state;
-            break;
+    // An entry of this database, or a free one; when there is none, the
+    // entries of databases that were dropped are freed (looked up outside
+    // the LWLock: a catalog lookup may wait for a heavyweight lock). A
+    // dropped database has no backend left to use its entry.
+    Oid gone[max_decimal_databases];
+    int n_gone = 0;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+        if (shared == nullptr)
+            attach_locked();
+        DecimalState* found = nullptr;
+        for (auto& d : shared->decimal)
+            if (d.database == database)
+                found = &d.state;
+        for (auto& d : shared->decimal) {
+            if (found != nullptr)
+                break;
+            if (d.database == InvalidOid || std::find(gone, gone + n_gone, d.database) != gone + n_gone) {
+                d.database = database;
+                d.state.word.store(0);
+                found = &d.state;
+            }
         }
-    LWLockRelease(AddinShmemInitLock);
-    if (found == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-                        errmsg("too many databases on this node generate decimal ids"),
-                        errdetail("Decimal id state is kept for at most %d databases per node.",
-                                  max_decimal_databases)));
-    return found;
+        Oid in_use[max_decimal_databases];
+        for (int i = 0; i < max_decimal_databases; i++)
+            in_use[i] = shared->decimal[i].database;
+        LWLockRelease(AddinShmemInitLock);
+        if (found != nullptr)
+            return found;
+        for (Oid db : in_use)
+            if (!SearchSysCacheExists1(DATABASEOID, ObjectIdGetDatum(db)))
+                gone[n_gone++] = db;
+    }
+    ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+                    errmsg("too many databases on this node generate decimal ids"),
+                    errdetail("Decimal id state is kept for at most %d databases per node; the entry of a dropped "
+                              "database is freed for another.",
+                              max_decimal_databases),
+                    errhint("Generate decimal ids in fewer databases of this node, or drop databases that no longer "
+                            "need them.")));
+    pg_unreachable();
 }
 
 int64 counter_floor(NodeCounter which)
@@ -400,15 +471,15 @@ void replay_node_state(const NodeState& st)
     attach_if_needed();
     // Slots for the layouts with marks of their own first: slot allocation
     // and the state lock are never held together.
-    Slot* marked[max_slot_marks] = {};
+    Slot* marked[NodeState::max_marks] = {};
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    for (int i = 0; i < st.n_slots; i++) {
-        const Shape shape = Shape::of(st.slots[i]);
+    for (int i = 0; i < st.n_marks; i++) {
+        const Shape shape = st.marks[i].shape;
         for (int j = 0; j < shared->n_used && marked[i] == nullptr; j++)
             if (shared->slots[j].shape == shape)
                 marked[i] = &shared->slots[j];
-        if (marked[i] == nullptr && (marked[i] = new_slot_locked(shape, st.slots[i].name)) != nullptr)
-            marked[i]->state.last.store(0);  // resumes at its own mark, set below, not at the time mark
+        if (marked[i] == nullptr && (marked[i] = new_slot_locked(shape, st.marks[i].name, InvalidOid)) != nullptr)
+            marked[i]->state.last.store(0);  // resumes at its own mark, set below
     }
     LWLockRelease(AddinShmemInitLock);
 
@@ -417,23 +488,33 @@ void replay_node_state(const NodeState& st)
         shared->lease_until_ms.store(st.mark_ms);
     if (st.mark_ms > shared->restart_floor_ms.load())
         shared->restart_floor_ms.store(st.mark_ms);
+    if (st.retired_ms > shared->retired_ms.load())
+        shared->retired_ms.store(st.retired_ms);
     shared->generator_floor = std::max(shared->generator_floor, st.generator_floor);
     shared->run_floor = std::max(shared->run_floor, st.run_floor);
-    for (int i = 0; i < st.n_slots; i++)
-        if (marked[i] != nullptr) {
-            raise_last(marked[i]->state, st.slots[i].word);
-            if (st.slots[i].word > marked[i]->persisted.load())
-                marked[i]->persisted.store(st.slots[i].word);
+    for (int i = 0; i < st.n_marks; i++) {
+        if (marked[i] == nullptr) {
+            // No slot left for it here: its whole tick counts as used.
+            retire(st.marks[i].shape, st.marks[i].word);
+            continue;
         }
-    // Slots in use without a mark of their own resume above the mark.
+        raise_last(marked[i]->state, st.marks[i].word);
+        if (st.marks[i].word > marked[i]->persisted.load())
+            marked[i]->persisted.store(st.marks[i].word);
+    }
+    // Every other slot resumes above what its shape may have issued: the
+    // restart floor for fine layouts, the retired floor for coarse ones
+    // (only ever raised).
     const int64 floor = shared->restart_floor_ms.load();
     for (int i = 0; i < shared->n_used; i++) {
         Slot& slot = shared->slots[i];
-        if (slot.persisted.load() != 0)
+        if (std::find(marked, marked + st.n_marks, &slot) != marked + st.n_marks)
             continue;
         const Layout layout = slot.shape.layout(slot.name);
         const int64_t tick = layout.tick_of(floor);
-        if (tick >= 0)
+        if (is_coarse(layout.unit_ms))
+            resume_after(layout, slot.state, shared->retired_ms.load());
+        else if (tick >= 0)
             raise_last(slot.state, layout.pack(uint64_t(tick), layout.sequence_max()));
     }
     hwm_write(persisted_state());
@@ -468,9 +549,7 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
     const Datum floor = TimestampTzGetDatum(timestamptz_of_unix_ms(floor_ms));
     for (int i = 0; i < n; i++) {
         const Slot& slot = shared->slots[i];
-        const Shape& sh = slot.shape;
-        const Layout layout{slot.name, sh.epoch_ms, sh.unit_ms, sh.time_bits, sh.shard_bits, sh.sequence_bits,
-                            sh.wraps, sh.sequence_first};
+        const Layout layout = slot.shape.layout(slot.name);
         const uint64_t last = slot.state.last.load(std::memory_order_acquire);
         const int64 last_tick_ms = layout.ms_of_tick(int64(layout.packed_tick(last)));
         const bool issued = last != 0;

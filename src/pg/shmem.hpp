@@ -21,8 +21,15 @@ extern "C" {
 
 namespace shardid::pg {
 
-constexpr int max_slots = 64;
-constexpr int max_decimal_databases = 16;
+// Layout shapes with node state at once, per node and per database (the
+// database that first brings a shape into use counts it): a database cannot
+// take the node's whole table. A restart frees every shape whose current
+// tick is over.
+constexpr int max_slots = 128;
+constexpr int max_slots_per_database = 32;
+// Databases with DecimalId state at once; the entry of a dropped database
+// is freed for another.
+constexpr int max_decimal_databases = 64;
 
 // Called from _PG_init: installs the shmem hooks when preloading.
 void shmem_init();

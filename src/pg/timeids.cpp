@@ -170,13 +170,7 @@ extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
     text* name_text = PG_GETARG_TEXT_PP(0);
     const char* name = VARDATA_ANY(name_text);
     const int len = VARSIZE_ANY_EXHDR(name_text);
-    bool name_ok = len >= 1 && len <= 63;
-    for (int i = 0; name_ok && i < len; i++)
-        name_ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_';
-    if (!name_ok)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                        errmsg("invalid layout name \"%.*s\"", len > 63 ? 63 : len, name),
-                        errdetail("Layout names are 1 to 63 characters: lowercase letters, digits and '_'.")));
+    check_layout_name(name, len);
     if (find_preset(name, size_t(len)) != nullptr)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT), errmsg("layout \"%.*s\" already exists", len, name),
                         errdetail("It is one of shardid's built-in layouts.")));

@@ -22,7 +22,7 @@ void redo(XLogReaderState* record)
 {
     const uint8 info = XLogRecGetInfo(record) & ~XLR_INFO_MASK;
     NodeState st;
-    if (info != xlog_node_state || !node_state_parse(XLogRecGetData(record), XLogRecGetDataLen(record), &st))
+    if (info != xlog_node_state || !node_state_parse_checked(XLogRecGetData(record), XLogRecGetDataLen(record), &st))
         elog(PANIC, "shardid redo: unknown or malformed record (info %u)", unsigned(info));
     replay_node_state(st);
 }
@@ -31,17 +31,22 @@ void desc(StringInfo buf, XLogReaderState* record)
 {
     NodeState st;
     if ((XLogRecGetInfo(record) & ~XLR_INFO_MASK) != xlog_node_state ||
-        !node_state_parse(XLogRecGetData(record), XLogRecGetDataLen(record), &st)) {
+        !node_state_parse_checked(XLogRecGetData(record), XLogRecGetDataLen(record), &st)) {
         appendStringInfoString(buf, "malformed");
         return;
     }
-    appendStringInfo(buf, "high-water mark %lld (Unix ms); generator id floor %lld; run id floor %lld; %d layout marks",
-                     (long long)st.mark_ms,
-                     (long long)st.generator_floor, (long long)st.run_floor, st.n_slots);
-    for (int i = 0; i < st.n_slots; i++)
-        appendStringInfo(buf, "%s %s at tick %llu sequence %llu", i == 0 ? ":" : ",", st.slots[i].name,
-                         (unsigned long long)(st.slots[i].word >> st.slots[i].sequence_bits),
-                         (unsigned long long)(st.slots[i].word & ((uint64_t(1) << st.slots[i].sequence_bits) - 1)));
+    appendStringInfo(buf,
+                     "high-water mark %lld (Unix ms); retired marks end by %lld; generator id floor %lld; "
+                     "run id floor %lld; %d layout marks",
+                     (long long)st.mark_ms, (long long)st.retired_ms, (long long)st.generator_floor,
+                     (long long)st.run_floor, st.n_marks);
+    for (int i = 0; i < st.n_marks; i++) {
+        const LayoutMark& m = st.marks[i];
+        const Layout layout = m.shape.layout(m.name);
+        appendStringInfo(buf, "%s %s at tick %llu sequence %llu", i == 0 ? ":" : ",", m.name,
+                         (unsigned long long)layout.packed_tick(m.word),
+                         (unsigned long long)layout.packed_sequence(m.word));
+    }
 }
 
 const char* identify(uint8 info)

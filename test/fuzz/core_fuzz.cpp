@@ -10,6 +10,7 @@
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/engine.hpp"
+#include "core/node_state.hpp"
 #include "core/permute.hpp"
 #include "core/schemes.hpp"
 
@@ -188,17 +189,72 @@ void fuzz_numbers(Input& in)
 
 }  // namespace
 
+// The node state's codec is total: any text it accepts formats to text
+// that parses back to the same state, and any state it can hold (built from
+// the input's bytes) round-trips.
+char state_text[node_state_max_text];
+
+void fuzz_node_state(Input& in)
+{
+    static NodeState parsed, back;
+    if (in.n > 0 && in.p[0] % 2 == 0) {
+        // Arbitrary text, often starting with a valid header.
+        const char* headers[] = {"", "shardid node state v3\n", "shardid node state v2\n",
+                                 "shardid high-water mark v1\n"};
+        const char* h = headers[in.take<uint8_t>() % 4];
+        static char text[4096 + 64];
+        const size_t hn = std::strlen(h);
+        std::memcpy(text, h, hn);
+        const size_t n = in.n < 4096 ? in.n : 4096;
+        std::memcpy(text + hn, in.p, n);
+        if (!node_state_parse(text, hn + n, &parsed)) {
+            REQUIRE(parsed == NodeState{});
+            return;
+        }
+    } else {
+        parsed = NodeState{};
+        parsed.mark_ms = in.take<int64_t>();
+        parsed.retired_ms = in.take<int64_t>();
+        parsed.generator_floor = in.take<int64_t>();
+        parsed.run_floor = in.take<int64_t>();
+        parsed.n_marks = in.take<uint8_t>() % 4;
+        for (int i = 0; i < parsed.n_marks; i++) {
+            LayoutMark& m = parsed.marks[i];
+            const uint8_t len = uint8_t(1 + in.take<uint8_t>() % max_name_bytes);
+            for (int k = 0; k < len; k++) {
+                m.name[k] = char(in.take<uint8_t>());
+                if (m.name[k] == '\0')
+                    m.name[k] = ' ';
+            }
+            m.name[len] = '\0';
+            m.shape.epoch_ms = in.take<int64_t>();
+            m.shape.unit_ms = in.take<int64_t>();
+            m.shape.time_bits = in.take<uint8_t>();
+            m.shape.shard_bits = in.take<uint8_t>();
+            m.shape.sequence_bits = in.take<uint8_t>();
+            m.shape.sequence_first = in.take<uint8_t>();
+            m.shape.wraps = in.take<uint8_t>() % 2;
+            m.word = in.take<uint64_t>();
+        }
+    }
+    const size_t n = node_state_format(parsed, state_text, sizeof state_text);
+    REQUIRE(n <= sizeof state_text);
+    REQUIRE(node_state_parse(state_text, n, &back));
+    REQUIRE(back == parsed);
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     if (size == 0)
         return 0;
     Input in{data + 1, size - 1};
-    switch (data[0] % 6) {
+    switch (data[0] % 7) {
     case 0: fuzz_trace(in); break;
     case 1: fuzz_presets(in); break;
     case 2: fuzz_layout(in); break;
     case 3: fuzz_text(in); break;
     case 4: fuzz_numbers(in); break;
+    case 5: fuzz_node_state(in); break;
     default: fuzz_engine(in); break;
     }
     return 0;

@@ -1,0 +1,123 @@
+// The node state: what a node persists (a file in the data directory, and a
+// WAL record its standbys replay) so that it never issues an ID again after
+// a restart, a crash or a failover. One definition, one codec, used by the
+// state file, the WAL record, redo, its description and shardid_status.
+//
+//   - mark_ms: the high-water mark, a Unix-ms time that every issued ID's
+//     tick starts before (written about a second ahead of use);
+//   - retired_ms: every ID of a layout shape that has no mark of its own
+//     (below) lies in a tick that ends at or before it (marks are retired
+//     into it once their tick is over);
+//   - generator_floor, run_floor: the highest DecimalId generator id and
+//     call-number run id this node ever took, in any database (-1: none);
+//   - marks: for layouts whose tick is longer than the lease, a mark in
+//     (tick, sequence) terms, so a restart resumes within the tick.
+//
+// The text format, version 3 (versions 1 and 2 are read too):
+//
+//   shardid node state v3
+//   mark <int64>
+//   retired <int64>
+//   generator <int64>
+//   run <int64>
+//   layout <name> <epoch_ms> <unit_ms> <time_bits> <shard_bits> <sequence_bits> <sequence_first> <wraps> <word>
+//
+// Names are written with every byte outside '!'..'~', and '%', as %XX, so
+// any name reads back. The codec is total: parse(format(s)) == s for every
+// value a NodeState can hold (the fuzz target checks it).
+//
+// What a reader does not know: a line whose keyword (lowercase letters and
+// '_') it does not know is skipped, so a newer minor version may add a line
+// and an older standby still replays its records (it loses only what the
+// new line says: add a line only when ignoring it is safe until the reader
+// is upgraded, which is why standbys are upgraded first). A known line that
+// does not parse, a missing mark, or a header of a higher version (v4 on)
+// makes the whole state unreadable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/layout.hpp"
+#include "core/status.hpp"
+
+namespace shardid {
+
+// What makes two layouts share node state: everything but the name.
+struct Shape {
+    int64_t epoch_ms = 0;
+    int64_t unit_ms = 1;
+    uint8_t time_bits = 0, shard_bits = 0, sequence_bits = 0, sequence_first = 0;
+    bool wraps = false;
+
+    static Shape of(const Layout& l)
+    {
+        Shape s;
+        s.epoch_ms = l.epoch_ms;
+        s.unit_ms = l.unit_ms;
+        s.time_bits = l.time_bits;
+        s.shard_bits = l.shard_bits;
+        s.sequence_bits = l.sequence_bits;
+        s.sequence_first = l.sequence_first;
+        s.wraps = l.wraps;
+        return s;
+    }
+    Layout layout(const char* name) const
+    {
+        Layout l{};
+        l.name = name;
+        l.epoch_ms = epoch_ms;
+        l.unit_ms = unit_ms;
+        l.time_bits = time_bits;
+        l.shard_bits = shard_bits;
+        l.sequence_bits = sequence_bits;
+        l.wraps = wraps;
+        l.sequence_first = sequence_first;
+        return l;
+    }
+    bool operator==(const Shape& o) const
+    {
+        return epoch_ms == o.epoch_ms && unit_ms == o.unit_ms && time_bits == o.time_bits &&
+               shard_bits == o.shard_bits && sequence_bits == o.sequence_bits &&
+               sequence_first == o.sequence_first && wraps == o.wraps;
+    }
+    bool operator!=(const Shape& o) const { return !(*this == o); }
+};
+
+constexpr int max_name_bytes = 63;
+
+struct LayoutMark {
+    char name[max_name_bytes + 1] = {};  // the layout that first used the shape, for people
+    Shape shape;
+    uint64_t word = 0;  // every issued packed (tick, sequence) word of the shape is at most this
+};
+
+struct NodeState {
+    static constexpr int max_marks = 128;
+    int64_t mark_ms = 0;
+    int64_t retired_ms = 0;
+    int64_t generator_floor = -1;
+    int64_t run_floor = -1;
+    int n_marks = 0;
+    LayoutMark marks[max_marks];
+
+    bool operator==(const NodeState& o) const;
+};
+
+// The longest text a NodeState formats to.
+constexpr size_t node_state_max_text = 40000;
+
+// Writes the state as text into out[0..cap) (no terminating NUL) and
+// returns its length; a length above cap means it did not fit. Allocates
+// nothing and never throws.
+size_t node_state_format(const NodeState& state, char* out, size_t cap);
+
+// Parses text of `len` bytes; on success fills *state and returns true, on
+// failure leaves *state empty (NodeState{}) and returns false.
+bool node_state_parse(const char* text, size_t len, NodeState* state);
+
+// Can the engine use every mark (well-formed shapes)? The codec reads
+// anything it writes; this says whether it makes sense.
+Status node_state_check(const NodeState& state);
+
+}  // namespace shardid
