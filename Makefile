@@ -20,7 +20,7 @@ DATA = $(wildcard sql/shardid--*.sql)
 # instance configured by test/regress/regress.conf.
 # `make installcheck REGRESS=nopreload REGRESS_CONF=test/regress/nopreload.conf`
 # runs the same checks without shared_preload_libraries.
-REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile caches sharding
+REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile review2 sharding
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 

@@ -118,7 +118,10 @@ inline bool advance_past(const Layout& layout, SlotState& slot, int64_t id, int6
                                  "or raise shardid.max_clock_lead.");
         return false;
     }
-    *word = layout.pack(f.tick, f.sequence);
+    // The whole tick counts as used, not just the pair (tick, sequence):
+    // the next ID is in a later tick, so it sorts above the given one
+    // whatever either's shard is.
+    *word = layout.pack(f.tick, layout.sequence_max());
     *tick_ms = start_ms;
     raise_last(slot, *word);
     return true;

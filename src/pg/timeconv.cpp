@@ -16,13 +16,24 @@ int64 unix_ms_of(TimestampTz ts, const char* argument)
     return pg_ms + unix_epoch_in_pg_us / 1000;
 }
 
-TimestampTz timestamptz_of_unix_ms(int64 unix_ms)
+bool timestamptz_of_unix_ms(int64 unix_ms, TimestampTz* out)
 {
     int64 us;
     if (pg_mul_s64_overflow(unix_ms, 1000, &us) || pg_sub_s64_overflow(us, unix_epoch_in_pg_us, &us) ||
         !IS_VALID_TIMESTAMP(us))
-        ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range")));
-    return us;
+        return false;
+    *out = us;
+    return true;
+}
+
+TimestampTz timestamptz_of_unix_ms(int64 unix_ms)
+{
+    TimestampTz ts;
+    if (!timestamptz_of_unix_ms(unix_ms, &ts))
+        ereport(ERROR, (errcode(ERRCODE_DATETIME_VALUE_OUT_OF_RANGE), errmsg("timestamp out of range"),
+                        errdetail("%lld ms after the Unix epoch is beyond the range of timestamp with time zone.",
+                                  (long long)unix_ms)));
+    return ts;
 }
 
 }  // namespace shardid::pg

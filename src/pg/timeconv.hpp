@@ -14,4 +14,7 @@ int64 unix_ms_of(TimestampTz ts, const char* argument);
 // A timestamptz for Unix milliseconds, or an ereport when out of range.
 TimestampTz timestamptz_of_unix_ms(int64 unix_ms);
 
+// The same without an error: false when out of timestamptz's range.
+bool timestamptz_of_unix_ms(int64 unix_ms, TimestampTz* out);
+
 }  // namespace shardid::pg

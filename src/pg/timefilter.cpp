@@ -97,8 +97,13 @@ Datum layout_within(FunctionCallInfo fcinfo, const Layout& layout, int id_arg, i
     Status status;
     if (p.empty || !layout_decode(layout, id, &d, &status))
         PG_RETURN_BOOL(false);
-    const Datum created = TimestampTzGetDatum(timestamptz_of_unix_ms(d.unix_ms));
-    PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, created));
+    // A layout may outlive timestamptz: an ID made after its last finite
+    // instant is created at "infinity" as far as a period can tell (a filter
+    // answers, it does not fail the query; the decoders give the error).
+    TimestampTz created;
+    if (!timestamptz_of_unix_ms(d.unix_ms, &created))
+        TIMESTAMP_NOEND(created);
+    PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, TimestampTzGetDatum(created)));
 }
 
 Datum range_bound(FunctionCallInfo fcinfo, const Layout* layout, int period_arg_no, bool want_max)

@@ -47,21 +47,6 @@ sqlstate() {  # SQL: the SQLSTATE it fails with, or "ok"
 
 q -c "CREATE EXTENSION shardid" >/dev/null
 
-# --- 1. a name the node state could not read back -------------------------
-q -c "INSERT INTO shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
-      VALUES ('hourly orders', '2020-01-01', '1 hour', 30, 4, 8)" >/dev/null
-check a_catalog_row_with_a_name_outside_the_rule_is_refused_when_read 22023 \
-    "$(sqlstate "SELECT next_id('hourly orders', 1)")"
-q -c "SELECT create_layout('hourly_ok', '2020-01-01', '1 hour', 30, 4, 8)" \
-  -c "SELECT next_id('hourly_ok', 1)" >/dev/null
-for how in fast kill9; do
-    restart "$how" || echo "FAIL the server did not start after a $how restart"
-    check "after_a_${how}_restart_every_generator_works" ok \
-        "$(sqlstate "SELECT next_snowflake_id(), next_id('hourly_ok', 1), next_decimal_id(), next_call_number()")"
-done
-check the_state_file_is_version_3_and_reads_back t \
-    "$(q -c "SELECT NOT high_water_mark_unreadable FROM shardid_status LIMIT 1")"
-
 # --- 2. coarse layouts around a restart: used before, first after, never ----
 q -c "SELECT create_layout('hourly_before', '2020-01-01', '1 hour', 30, 4, 8)" \
   -c "SELECT create_layout('daily_after', '2020-01-01', '1 day', 25, 4, 8)" \
@@ -120,11 +105,13 @@ q -c "SELECT create_layout('other_' || i, '2021-01-01'::timestamptz + i * interv
       FROM generate_series(1, 8) i" >/dev/null
 check another_database_still_brings_new_shapes_into_use ok \
     "$(sqlstate "SELECT count(next_id('other_' || i, 1)) FROM generate_series(1, 8) i")"
+marks_of_t() { as_pg grep -cE '^(layout|slot) t[0-9]' "$dir/data/shardid.hwm"; }
+check precondition_the_tenants_layouts_have_marks_in_the_node_state t "$(q -c "SELECT $(marks_of_t) > 0")"
 sleep 2.2
 # Any write of the node state drops the marks whose tick is over.
 q -c "SELECT next_snowflake_id()" >/dev/null
 check marks_whose_tick_is_over_leave_the_node_state t \
-    "$(q -c "SELECT $(as_pg grep -c '^layout t[0-9]' "$dir/data/shardid.hwm") = 0")"
+    "$(q -c "SELECT $(marks_of_t) = 0")"
 restart fast
 check after_a_restart_the_tenant_brings_its_shapes_into_use_again ok \
     "$(psql -X -q -h "$dir" -p "$port" -U tenant -d tenant -At -v ON_ERROR_STOP=1 \
@@ -139,3 +126,20 @@ done
 check decimal_ids_after_70_short_lived_databases_used_them ok "$(sqlstate "SELECT next_decimal_id()")"
 check decimal_ids_in_the_tenant_database_too ok \
     "$(qdb tenant -c "SELECT next_decimal_id()" >/dev/null 2>&1 && echo ok)"
+
+# --- 1. (last: before the fix it left the node unable to generate) a name
+# --- the node state could not read back
+q -c "INSERT INTO shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
+      VALUES ('hourly orders', '2020-01-01', '1 hour', 30, 4, 8)" >/dev/null
+check a_catalog_row_with_a_name_outside_the_rule_is_refused_when_read 22023 \
+    "$(sqlstate "SELECT next_id('hourly orders', 1)")"
+q -c "SELECT create_layout('hourly_ok', '2020-01-01', '1 hour', 30, 4, 8)" \
+  -c "SELECT next_id('hourly_ok', 1)" >/dev/null
+for how in fast kill9; do
+    restart "$how" || echo "FAIL the server did not start after a $how restart"
+    check "after_a_${how}_restart_every_generator_works" ok \
+        "$(sqlstate "SELECT next_snowflake_id(), next_id('hourly_ok', 1), next_decimal_id(), next_call_number()")"
+done
+check the_state_file_is_version_3_and_reads_back t \
+    "$(q -c "SELECT NOT high_water_mark_unreadable FROM shardid_status LIMIT 1")"
+

@@ -410,6 +410,21 @@ TEST_F(Engine, AdvancePastMovesEveryLaterIdAboveTheMovedShard)
     EXPECT_EQ(slot.last.load(), last);
 }
 
+// The review's case: past an ID of shard 5000, the next ID of shard 1 (a
+// lower shard, same tick) must sort above it too: the whole tick is used.
+TEST_F(Engine, AdvancePastCoversTheWholeTickForEveryShard)
+{
+    clock.ms = t0_ms;
+    const uint64_t tick = uint64_t(instagram_layout.tick_of(t0_ms + 2000));
+    const uint64_t moved = instagram_layout.compose(tick, 5000, 3);
+    int64_t tick_ms = 0;
+    uint64_t word = 0;
+    ASSERT_TRUE(advance_past(instagram_layout, slot, int64_t(moved), clock.now_ms(), 10000, &status, &tick_ms, &word));
+    EXPECT_EQ(word, instagram_layout.pack(tick, instagram_layout.sequence_max()));
+    for (int shard : {0, 1, 4999, 5000, 8191})
+        EXPECT_GT(next(instagram_layout, shard, 10000), moved) << shard;
+}
+
 TEST_F(Engine, AdvancePastIsBoundedByTheClockLead)
 {
     clock.ms = t0_ms;
