@@ -76,7 +76,7 @@ echo
 
 # --- 2b. the node state in WAL: per-ID cost and WAL volume, on and off ----
 WN=$((N * 10))
-echo "## The node state in WAL: shardid.wal_log_mark on and off in the same run ($REPS interleaved rounds of $WN next_trace_id())"
+echo "## The node state in WAL: shardid.wal_log_mark on and off in the same run ($REPS interleaved rounds of $WN next_trace_id()); on: records written and each ID handed out only once its covering record is flushed (and confirmed by synchronous standbys, when there are any); off: neither"
 for r in $(seq "$REPS"); do
     for mode in on off; do
         q -v n="$WN" -v mode="$mode" <<'SQL'

@@ -87,12 +87,18 @@ SELECT * FROM id_decode('hostile_orders', id_compose('hostile_orders', '2026-11-
 SELECT id_timestamp('hostile_orders', next_id('hostile_orders', 1)) > '2026-01-01' AS generated;
 SELECT count(*) AS slots_of_hostile_orders FROM shardid_status WHERE layout OPERATOR(pg_catalog.=) 'hostile_orders';
 -- A look-alike of a layout's dump carrier, planted where the extension's
--- live: never taken for a layout (only a superuser's counts), never run.
+-- functions live: never read (carriers live in shardid_carrier), never run.
 CREATE FUNCTION public."shardid_layout$planted"() RETURNS text LANGUAGE sql IMMUTABLE
     AS $$SELECT 'shardid layout v1: name=planted epoch_ms=0 unit_ms=1 time_bits=41 shard_bits=10 sequence_bits=12'::text$$;
 SELECT * FROM id_decode('planted', 12345);
 \echo :LAST_ERROR_SQLSTATE
 DROP FUNCTION public."shardid_layout$planted"();
+-- And where carriers live, nothing of hers can be put, replaced or dropped.
+CREATE FUNCTION shardid_carrier."shardid_layout$planted"() RETURNS text LANGUAGE sql IMMUTABLE
+    AS $$SELECT 'shardid layout v1: name=planted epoch_ms=0 unit_ms=1 time_bits=41 shard_bits=10 sequence_bits=12'::text$$;
+\echo :LAST_ERROR_SQLSTATE
+DROP FUNCTION shardid_carrier."shardid_layout$hostile_orders"();
+\echo :LAST_ERROR_SQLSTATE
 -- 3. The role cannot reach the key ring or the layout catalog directly.
 SELECT * FROM shardid_key;
 \echo :LAST_ERROR_SQLSTATE

@@ -28,6 +28,30 @@ EXECUTE decode_it('rolled_back_too');
 ROLLBACK;
 SELECT create_layout('rolled_back_too', '2024-01-01', '1 ms', 41, 4, 8);
 EXECUTE decode_it('rolled_back_too');
+-- The review's case: another session commits the name with another shape
+-- while this one still has the rolled-back shape cached; both then generate
+-- at the same time. Before the fix this session went on with 41/0/12 and the
+-- two sessions issued duplicates.
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS dblink;
+RESET client_min_messages;
+SELECT format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
+              split_part(current_setting('unix_socket_directories'), ',', 1)) AS other_session \gset
+SELECT dblink_connect('other', :'other_session');
+BEGIN;
+SELECT create_layout('concurrent', '2024-01-01', '1 ms', 41, 0, 12);
+SELECT next_id('concurrent', 0) > 0 AS generated;
+ROLLBACK;
+SELECT dblink_exec('other', $$DO 'BEGIN PERFORM create_layout(''concurrent'', ''2024-01-01'', ''1 ms'', 41, 4, 8); END'$$);
+SELECT dblink_send_query('other', $$SELECT next_id('concurrent', 0) FROM generate_series(1, 200000)$$);
+CREATE TEMP TABLE both_sessions AS SELECT next_id('concurrent', 0) AS id FROM generate_series(1, 200000);
+INSERT INTO both_sessions SELECT id FROM dblink_get_result('other') AS r(id bigint);
+-- Shard 0 of 41/4/8 leaves bits 8..11 clear; the rolled-back 41/0/12 would
+-- have put sequence bits there.
+SELECT count(*) AS ids, count(*) - count(DISTINCT id) AS duplicates,
+       count(*) FILTER (WHERE (id >> 8) & 15 <> 0) AS not_shard_0_of_the_committed_shape
+FROM both_sessions;
+SELECT dblink_disconnect('other');
 -- 2. The same with a subtransaction.
 BEGIN;
 SAVEPOINT s;
@@ -49,7 +73,7 @@ SELECT obfuscate_id(42, 'rolled_key') <> :under_first AS not_the_rolled_back_key
 -- 4. A carrier function made by a superuser and used, then rolled back:
 --    without a catalog row the layout is gone again.
 BEGIN;
-SELECT format('CREATE FUNCTION %I() RETURNS text LANGUAGE sql IMMUTABLE AS %L',
+SELECT format('CREATE FUNCTION shardid_carrier.%I() RETURNS text LANGUAGE sql IMMUTABLE AS %L',
               shardid_layout_anchor_name('carried_only'),
               shardid_layout_anchor_body('carried_only', '2024-01-01', '1 ms', 41, 0, 12)) \gexec
 SELECT shard, sequence FROM id_decode('carried_only', :probe);
@@ -65,11 +89,10 @@ SELECT create_layout('recreated', '2024-01-01', '1 ms', 41, 4, 8);
 SELECT shard, sequence FROM id_decode('recreated', :probe);
 -- Section 4: a layout name outside the rule, written into the catalog by a
 -- superuser, is refused when read (it would reach the node state).
-\set VERBOSITY verbose
 INSERT INTO shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
 VALUES ('hourly orders', '2020-01-01', '1 hour', 30, 4, 8);
 SELECT next_id('hourly orders', 1);
-\set VERBOSITY default
+\echo :LAST_ERROR_SQLSTATE
 -- Section 6a: after shardid_advance_past() past an ID of a high shard, the
 -- next ID of every shard sorts above it, a lower shard's included (the whole
 -- tick counts as used).

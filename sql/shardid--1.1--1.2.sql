@@ -53,14 +53,23 @@ CREATE TRIGGER shardid_key_ring_changed
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
 
 -- A user layout's definition is kept twice: as the catalog row, and as a
--- function of its own, "shardid_layout$<name>"(), owned by the extension's
--- owner and dependent on the extension (DROP EXTENSION drops it) but not
--- part of it. pg_dump restores that function with the schema, before any
--- table's rows; the catalog's rows come back with the data, possibly after
--- a table whose generated column, CHECK constraint or default uses the
--- layout. Until they do, shardid reads the layout from its function
+-- function of its own, "shardid_layout$<name>"() (its carrier), in the
+-- schema shardid_carrier. That schema is the extension's (a member, made by
+-- the superuser who installs shardid, no privilege granted to anyone), so
+-- no other role can drop, replace, pre-create or shadow a carrier: not even
+-- a database owner, who owns the schema public. The carriers themselves are
+-- not members: pg_dump dumps them (the objects of an extension's schema that
+-- are not members are dumped) and a restore brings them back with the
+-- schema, before any table's rows; they depend on the extension (DROP
+-- EXTENSION drops them). The catalog's rows come back with the data,
+-- possibly after a table whose generated column, CHECK constraint or default
+-- uses the layout; until they do, shardid reads the layout from its carrier
 -- (src/pg/layouts.cpp: only a superuser-owned SQL function of that name in
--- the extension's schema counts).
+-- that superuser-owned schema counts, and its body is read, never run).
+CREATE SCHEMA shardid_carrier;
+REVOKE ALL ON SCHEMA shardid_carrier FROM PUBLIC;
+COMMENT ON SCHEMA shardid_carrier IS
+    'shardid: the carriers of layout definitions through pg_dump (superusers only; dropped with the extension)';
 CREATE FUNCTION shardid_layout_anchor_name(name text) RETURNS text
     AS 'MODULE_PATHNAME', 'shardid_layout_anchor_name'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
@@ -85,8 +94,7 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'layout "%" does not exist', layout_name USING ERRCODE = 'undefined_object';
     END IF;
-    SELECT format('%s.%I()', e.extnamespace::regnamespace, @extschema@.shardid_layout_anchor_name(l.name)) INTO fn
-      FROM pg_extension e WHERE e.extname = 'shardid';
+    fn := format('shardid_carrier.%I()', @extschema@.shardid_layout_anchor_name(l.name));
     EXECUTE format('CREATE OR REPLACE FUNCTION %s RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS %L', fn,
                    @extschema@.shardid_layout_anchor_body(l.name, l.epoch, l.time_unit, l.time_bits, l.shard_bits,
                                                           l.sequence_bits));
@@ -133,8 +141,7 @@ DECLARE
 BEGIN
     FOR l IN SELECT u.name FROM shardid_user_layout u LOOP
         PERFORM shardid_anchor_layout(l.name);
-        SELECT format('%s.%I()', e.extnamespace::regnamespace, shardid_layout_anchor_name(l.name)) INTO fn
-          FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'shardid';
+        fn := pg_catalog.format('shardid_carrier.%I()', shardid_layout_anchor_name(l.name));
         EXECUTE 'ALTER EXTENSION shardid DROP FUNCTION ' || fn;
         EXECUTE 'ALTER FUNCTION ' || fn || ' DEPENDS ON EXTENSION shardid';
     END LOOP;
@@ -193,16 +200,57 @@ END $$;
 COMMENT ON FUNCTION decimal_id_generator_progression(integer, integer) IS
     'give this node the generator ids node_index, node_index + node_count, ... and switch to the first unused one';
 
--- The key ring. A key name may have more than one row after a restore (see
--- above): the oldest is the key, so the key is (name, created_at).
-ALTER TABLE shardid_key DROP CONSTRAINT shardid_key_pkey;
-ALTER TABLE shardid_key ADD PRIMARY KEY (name, created_at);
-INSERT INTO shardid_key (name, secret)
-SELECT 'default', shardid_random_key()
+-- The key ring: one row per key name, always. The `default` key is made here
+-- (made_by_install), so that no function that reads keys ever writes. A
+-- restore brings back its source's keys: a restored key replaces the one
+-- CREATE EXTENSION made under the same name (with a NOTICE; that key cannot
+-- have obfuscated any restored ID), the same key again is skipped, and a
+-- restored key that conflicts with one a user made is an error the restore
+-- shows (never a silent switch of what an ID reveals). A key ring written
+-- past the trigger (a data-only restore with triggers disabled) with two
+-- rows of a name is refused when read (src/pg/keys.cpp).
+ALTER TABLE shardid_key ADD COLUMN made_by_install boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN shardid_key.made_by_install IS
+    'made by CREATE EXTENSION (the default key): a restored key of the same name replaces it';
+INSERT INTO shardid_key (name, secret, made_by_install)
+SELECT 'default', shardid_random_key(), true
 WHERE NOT EXISTS (SELECT FROM shardid_key k WHERE k.name OPERATOR(pg_catalog.=) 'default');
 COMMENT ON TABLE shardid_key IS
     'secrets of obfuscate_id/reveal_id and of the call-number shuffle; superusers only; dumped by pg_dump; '
-    'the oldest row of a name is the key';
+    'one row per key name (a restored key replaces only the one CREATE EXTENSION made)';
+
+CREATE FUNCTION shardid_key_arrives() RETURNS trigger
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    present record;
+BEGIN
+    SELECT k.secret, k.made_by_install INTO present FROM @extschema@.shardid_key k WHERE k.name = NEW.name;
+    IF NOT FOUND THEN
+        RETURN NEW;
+    END IF;
+    IF present.secret = NEW.secret THEN
+        RETURN NULL;  -- the same key again: nothing changes
+    END IF;
+    IF present.made_by_install THEN
+        DELETE FROM @extschema@.shardid_key k WHERE k.name = NEW.name;
+        RAISE NOTICE 'obfuscation key "%" made by CREATE EXTENSION is replaced by the one restored', NEW.name
+            USING DETAIL = 'IDs obfuscated with the restored key reveal as they did in its source database.';
+        RETURN NEW;
+    END IF;
+    RAISE EXCEPTION 'obfuscation key "%" already exists with another secret', NEW.name
+        USING ERRCODE = 'unique_violation',
+              DETAIL = 'This database has its own key of that name; taking the restored one would change what '
+                       'IDs obfuscated with either reveal.',
+              HINT = 'Restore into a database without that key, or rename one of the two keys in its source '
+                     '(create a new key, switch to it, and drop the old one).';
+END $$;
+COMMENT ON FUNCTION shardid_key_arrives() IS
+    'trigger: one row per key name; a restored key replaces only the one CREATE EXTENSION made, a conflict is an error';
+CREATE TRIGGER shardid_key_arrives
+    BEFORE INSERT ON shardid_key
+    FOR EACH ROW EXECUTE FUNCTION shardid_key_arrives();
 
 CREATE OR REPLACE FUNCTION create_obfuscation_key(name text, secret bytea DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql

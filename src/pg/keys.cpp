@@ -59,10 +59,9 @@ void forget_keys(Datum, Oid relid)
 }
 
 // Reads a key from the key ring, which the caller may not read itself
-// (src/pg/catalog.hpp: no SQL, nothing of the caller's runs). A name may
-// have two rows after a dump is restored: the `default` key CREATE
-// EXTENSION made, and the older one the dump brought back. The oldest row
-// of a name is the key, so restored databases reveal what their source did.
+// (src/pg/catalog.hpp: no SQL, nothing of the caller's runs). A name has one
+// row (the ring's trigger keeps it so, also through a restore); two rows,
+// written past the trigger, are refused rather than one picked silently.
 bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
 {
     const TableRows t = rows_with_key(nsp, "shardid_key", "name", name, len);
@@ -70,20 +69,15 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
         n_keys = 0;
         key_ring = t.relid;
     }
-    HeapTuple oldest = nullptr;
-    TimestampTz oldest_at = 0;
-    ListCell* lc;
-    foreach (lc, t.rows) {
-        HeapTuple row = static_cast<HeapTuple>(lfirst(lc));
-        const TimestampTz at = DatumGetTimestampTz(row_value(t, row, "created_at"));
-        if (oldest == nullptr || at < oldest_at) {
-            oldest = row;
-            oldest_at = at;
-        }
-    }
-    if (oldest == nullptr)
+    if (t.rows == NIL)
         return false;
-    bytea* b = DatumGetByteaPP(row_value(t, oldest, "secret"));
+    if (list_length(t.rows) > 1)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("obfuscation key \"%.*s\" has %d rows in the key ring", len, name, list_length(t.rows)),
+                        errdetail("Its rows were written past the key ring's trigger (a data-only restore with "
+                                  "triggers disabled?); which one obfuscated which ID is not known."),
+                        errhint("As a superuser, delete the rows of shardid_key that are not the key.")));
+    bytea* b = DatumGetByteaPP(row_value(t, static_cast<HeapTuple>(linitial(t.rows)), "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                         errmsg("obfuscation key \"%.*s\" is not 16 bytes", len, name)));

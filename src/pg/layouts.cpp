@@ -5,12 +5,15 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_language_d.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "common/int.h"
 #include "miscadmin.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
+#include "utils/array.h"
 #include "utils/syscache.h"
 #include "catalog/pg_type_d.h"
 #include "miscadmin.h"
@@ -34,6 +37,7 @@ namespace shardid::pg {
 namespace {
 
 constexpr int max_name_len = 63;
+constexpr const char* carrier_schema_name = "shardid_carrier";
 
 // The per-backend cache of user layouts holds only committed definitions,
 // by the same mechanism that keeps PostgreSQL's own caches right: a change
@@ -97,21 +101,39 @@ LayoutEntry* find_user_entry(const char* name, int len)
 constexpr const char* anchor_format = "SELECT 'shardid layout v1: name=%s epoch_ms=%lld unit_ms=%lld time_bits=%d "
                                      "shard_bits=%d sequence_bits=%d'::text";
 
+// The schema of the layout carriers, if it is there and a superuser's.
+Oid carrier_schema()
+{
+    const Oid nsp = get_namespace_oid(carrier_schema_name, true);
+    if (!OidIsValid(nsp))
+        return InvalidOid;
+    HeapTuple tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+    if (!HeapTupleIsValid(tup))
+        return InvalidOid;
+    const bool ours = superuser_arg(reinterpret_cast<Form_pg_namespace>(GETSTRUCT(tup))->nspowner);
+    ReleaseSysCache(tup);
+    return ours ? nsp : InvalidOid;
+}
+
 // A layout whose catalog row is not there (yet): a restore of a dump
-// brings back the layout's "shardid_layout$<name>"() function with the
+// brings back the layout's carrier "shardid_layout$<name>"() with the
 // schema, before the catalog's rows (see shardid--1.1--1.2.sql). Only a SQL
-// function of that name in the extension's schema, owned by a superuser,
-// counts; its body is the one shardid_layout_anchor_body() wrote.
-bool anchored_layout(Oid nsp, const char* name, Layout* out)
+// function of that name in the superuser-owned schema shardid_carrier,
+// itself owned by a superuser, counts; its body is the one
+// shardid_layout_anchor_body() wrote, read and never run.
+bool anchored_layout(const char* name, Layout* out)
 {
     if (!valid_name(name, strlen(name)))
         return false;
-    char* fname = layout_anchor_name(name);
-    List* qualified = list_make2(makeString(get_namespace_name(nsp)), makeString(fname));
-    const Oid fn = LookupFuncName(qualified, 0, nullptr, true);
-    if (!OidIsValid(fn))
+    const Oid nsp = carrier_schema();
+    if (!OidIsValid(nsp))
         return false;
-    HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(fn));
+    // Looked up in the catalog directly, as shardid's own reading: the
+    // caller needs no privilege on the schema (nothing is run).
+    char* fname = layout_anchor_name(name);
+    oidvector* no_args = buildoidvector(nullptr, 0);
+    HeapTuple tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(fname), PointerGetDatum(no_args),
+                                    ObjectIdGetDatum(nsp));
     if (!HeapTupleIsValid(tup))
         return false;
     const auto* form = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup));
@@ -184,7 +206,7 @@ LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
                              DatumGetInt16(row_value(t, row, "time_bits")),
                              DatumGetInt16(row_value(t, row, "shard_bits")),
                              DatumGetInt16(row_value(t, row, "sequence_bits")));
-    } else if (!anchored_layout(nsp, name_z, &layout)) {
+    } else if (!anchored_layout(name_z, &layout)) {
         return nullptr;
     } else {
         carried = true;

@@ -35,6 +35,11 @@ extern "C" {
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "replication/syncrep.h"
+#include "replication/walsender.h"
+#include "replication/walsender_private.h"
 #include "utils/syscache.h"
 #include "utils/tuplestore.h"
 }
@@ -60,6 +65,7 @@ struct Slot {
     char name[64];    // the layout that first claimed the slot, for shardid_status()
     Oid database;     // the database that first claimed it (InvalidOid: restored from the node state)
     std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none, or retired)
+    std::atomic<uint64_t> mark_lsn;   // coarse layouts: the end of the WAL record of that mark (0: none)
 };
 static_assert(offsetof(Slot, state) == 0, "a SlotState pointer is its Slot's address");
 
@@ -71,6 +77,21 @@ struct Shared {
     std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
     std::atomic<int64_t> retired_ms;  // NodeState::retired_ms: coarse shapes without a mark resume after it
+    // Which WAL record covers an ID (see confirm_covered()): the record that
+    // set lease_until_ms (cur_lsn), and the one before it with the mark it
+    // set (prev_lsn, prev_until_ms), which still covers the ticks before
+    // that mark: the mark is renewed half a lease early, so IDs need the
+    // older, long replicated record until the newer one is half a lease old.
+    // (prev_until_ms, prev_lsn) change together under a sequence counter
+    // (odd while they change), read without a lock.
+    std::atomic<uint64_t> lease_version;
+    std::atomic<int64_t> prev_until_ms;
+    std::atomic<uint64_t> prev_lsn;
+    std::atomic<uint64_t> cur_lsn;
+    // Every record up to here is flushed and confirmed by the synchronous
+    // standbys (when the node has any): callers that need no later one do
+    // not wait.
+    std::atomic<uint64_t> confirmed_lsn;
     int64 generator_floor;         // highest DecimalId generator id taken on this node (-1: none)
     int64 run_floor;               // highest call-number run id taken on this node (-1: none)
     LWLock state_lock;             // see the locking rules above
@@ -157,12 +178,14 @@ NodeState persisted_state()
 
 // Makes a new node state durable: in WAL first (when it is WAL-logged, so
 // that standbys replay it), then in the state file. Caller holds
-// state_lock and publishes the new values in memory afterwards.
-void persist(const NodeState& st)
+// state_lock and publishes the new values in memory afterwards. Returns the
+// end of the WAL record (0: not WAL-logged): IDs the new state covers are
+// handed out only once that is flushed and confirmed (confirm_covered()).
+XLogRecPtr persist(const NodeState& st)
 {
-    if (wal_logging())
-        wal_log_state(st);
+    const XLogRecPtr end = wal_logging() ? wal_log_state(st) : InvalidXLogRecPtr;
     hwm_write(st);
+    return end;
 }
 
 // Makes a slot that has no mark of its own continue above everything its
@@ -317,7 +340,8 @@ void cover_word(Slot& slot, const Layout& layout, uint64_t word)
             st.marks[st.n_marks++] = mark_of(slot, want);
         else if (!listed)
             st.retired_ms = std::max<int64>(st.retired_ms, mark_end_ms(slot.shape, want));
-        persist(st);
+        const XLogRecPtr end = persist(st);
+        slot.mark_lsn.store(end, std::memory_order_release);
         slot.persisted.store(want, std::memory_order_release);
     }
     LWLockRelease(&shared->state_lock);
@@ -457,10 +481,18 @@ void cover_tick(int64 tick_ms)
     } else {
         LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     }
-    if (tick_ms + lease_ms / 2 >= shared->lease_until_ms.load(std::memory_order_acquire)) {
+    const int64 old_until = shared->lease_until_ms.load(std::memory_order_acquire);
+    if (tick_ms + lease_ms / 2 >= old_until) {
         NodeState st = persisted_state();
         st.mark_ms = tick_ms + lease_ms;
-        persist(st);
+        const XLogRecPtr end = persist(st);
+        // Publish the record that covers the new mark, keeping the previous
+        // one for the ticks before the old mark.
+        shared->lease_version.fetch_add(1, std::memory_order_acq_rel);
+        shared->prev_until_ms.store(old_until, std::memory_order_relaxed);
+        shared->prev_lsn.store(shared->cur_lsn.load(std::memory_order_relaxed), std::memory_order_relaxed);
+        shared->cur_lsn.store(end, std::memory_order_relaxed);
+        shared->lease_version.fetch_add(1, std::memory_order_acq_rel);
         shared->lease_until_ms.store(st.mark_ms, std::memory_order_release);
     }
     LWLockRelease(&shared->state_lock);
@@ -521,11 +553,77 @@ void replay_node_state(const NodeState& st)
     LWLockRelease(&shared->state_lock);
 }
 
+namespace {
+
+// The end of a WAL record that covers an ID of `slot` in the tick starting
+// at tick_ms: a coarse layout's own mark record, or for other layouts the
+// record of the time mark the ID's tick is below.
+XLogRecPtr covering_lsn(const Slot& slot, const Layout& layout, int64 tick_ms)
+{
+    if (is_coarse(layout.unit_ms))
+        return slot.mark_lsn.load(std::memory_order_acquire);
+    for (;;) {
+        const uint64_t v1 = shared->lease_version.load(std::memory_order_acquire);
+        const int64 prev_until = shared->prev_until_ms.load(std::memory_order_relaxed);
+        const uint64_t prev = shared->prev_lsn.load(std::memory_order_relaxed);
+        const uint64_t cur = shared->cur_lsn.load(std::memory_order_relaxed);
+        std::atomic_thread_fence(std::memory_order_acquire);
+        if (v1 % 2 == 0 && shared->lease_version.load(std::memory_order_relaxed) == v1)
+            return tick_ms < prev_until ? prev : cur;
+    }
+}
+
+// Is `lsn` confirmed by the synchronous standbys at the caller's level of
+// synchronous_commit (or are none defined, so that a commit would not wait
+// either)?
+bool sync_confirmed(XLogRecPtr lsn)
+{
+    const int mode = synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_WRITE   ? SYNC_REP_WAIT_WRITE
+                     : synchronous_commit == SYNCHRONOUS_COMMIT_REMOTE_APPLY ? SYNC_REP_WAIT_APPLY
+                                                                             : SYNC_REP_WAIT_FLUSH;
+    LWLockAcquire(SyncRepLock, LW_SHARED);
+#ifdef SYNC_STANDBY_DEFINED
+    const bool defined = (WalSndCtl->sync_standbys_status & SYNC_STANDBY_DEFINED) != 0;
+#else
+    const bool defined = WalSndCtl->sync_standbys_defined;
+#endif
+    const bool confirmed = !defined || WalSndCtl->lsn[mode] >= lsn;
+    LWLockRelease(SyncRepLock);
+    return confirmed;
+}
+
+}  // namespace
+
+void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
+{
+    const XLogRecPtr need = covering_lsn(reinterpret_cast<const Slot&>(state), layout, tick_ms);
+    if (need <= shared->confirmed_lsn.load(std::memory_order_acquire))
+        return;  // the steady state: long flushed and replicated
+    // The record that covers this ID is recent: flush it, and with
+    // synchronous replication wait until the synchronous standbys confirm
+    // it, as a commit would (interruptibly; SyncRepWaitForLSN() gives up on a
+    // cancel with a WARNING, and then no ID is handed out).
+    XLogFlush(need);
+    if (!SyncRepRequested())
+        return;  // synchronous_commit = local or off: as for a commit, the flush is all
+    SyncRepWaitForLSN(need, false);
+    if (!sync_confirmed(need))
+        ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED),
+                        errmsg("canceled waiting for the synchronous standbys to confirm shardid's node state"),
+                        errdetail("No ID was handed out: the WAL record that covers it is not confirmed by the "
+                                  "synchronous standbys, so a standby promoted now could issue it again.")));
+    uint64_t cur = shared->confirmed_lsn.load(std::memory_order_acquire);
+    while (cur < need && !shared->confirmed_lsn.compare_exchange_weak(cur, need, std::memory_order_acq_rel))
+        ;
+}
+
 void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms)
 {
     cover_tick(tick_ms);
     if (is_coarse(layout.unit_ms))
         cover_word(*reinterpret_cast<Slot*>(state), layout, word);
+    if (wal_logging())
+        confirm_covered(*state, layout, tick_ms);
 }
 
 }  // namespace shardid::pg

@@ -46,6 +46,15 @@ SlotState* slot_for(const Layout& layout);
 // (tick, sequence) mark.
 void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms);
 
+// Before an ID is handed out: the WAL record of the node state that covers
+// it is flushed and, with synchronous replication (synchronous_commit
+// remote_write, on or remote_apply and synchronous standbys defined),
+// confirmed by the synchronous standbys, as a commit would be. In the steady
+// state that record is long replicated and this is one atomic read; only
+// while the standbys are behind does a caller wait (interruptibly; a cancel
+// ends the wait with an error and no ID). Called by cover_issued().
+void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms);
+
 // DecimalId state of a database (its generator ids come from that
 // database's sequence).
 DecimalState* decimal_state(Oid database);

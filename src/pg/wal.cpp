@@ -79,15 +79,16 @@ bool wal_registered() { return registered; }
 
 bool wal_logging() { return registered && wal_log_mark; }
 
-void wal_log_state(const NodeState& st)
+XLogRecPtr wal_log_state(const NodeState& st)
 {
     StringInfoData buf;
     initStringInfo(&buf);
     node_state_format(st, &buf);
     XLogBeginInsert();
     XLogRegisterData(buf.data, buf.len);
-    (void)XLogInsert(shardid_rmgr_id, xlog_node_state);
+    const XLogRecPtr end = XLogInsert(shardid_rmgr_id, xlog_node_state);
     pfree(buf.data);
+    return end;
 }
 
 void refuse_on_standby()

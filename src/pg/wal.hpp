@@ -27,7 +27,9 @@ bool wal_registered();
 bool wal_logging();
 
 // WAL-logs the node state (call before the state file is written).
-void wal_log_state(const NodeState& state);
+// Returns the end of the record (flush and confirm up to it before any ID
+// it covers is handed out).
+XLogRecPtr wal_log_state(const NodeState& state);
 
 // Refuses generation on a server in recovery (SQLSTATE 25006).
 void refuse_on_standby();

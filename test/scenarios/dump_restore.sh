@@ -46,6 +46,33 @@ check dump_restore_keeps_obfuscation_keys "1000|1000" \
     "$(q -d dump_dst -c "SELECT count(*) FILTER (WHERE reveal_id(public_id, 'public_ids') = id),
                                 count(*) FILTER (WHERE reveal_id(default_public_id) = id) FROM published")"
 
+# Keys across a restore (second hostile review, section 5): restored into a
+# database that already has shardid and its own, older `default` key (made
+# from a template that has the extension, as with shardid in template1),
+# the restored keys win, with a NOTICE, and every restored public ID reveals.
+# A restored key that conflicts with a key a user made there is an error
+# the restore shows, and the database's own key stays.
+pg_dump -Fc -d dump_src -f "$dump" || echo "FAIL pg_dump (keys)"
+q -d postgres -c "DROP DATABASE IF EXISTS tmpl_shardid" -c "CREATE DATABASE tmpl_shardid" >/dev/null
+q -d tmpl_shardid -c "CREATE EXTENSION shardid" >/dev/null
+q -d postgres -c "DROP DATABASE IF EXISTS dump_dst" -c "CREATE DATABASE dump_dst TEMPLATE tmpl_shardid" >/dev/null
+pg_restore -d dump_dst "$dump" 2>"$dump.err"
+check restore_over_an_older_default_key_succeeds "0|1" \
+    "$(echo "$?|$(grep -c 'obfuscation key "default" made by CREATE EXTENSION is replaced' "$dump.err")")"
+check restored_keys_win_over_the_databases_own "1000|1000|2" \
+    "$(q -d dump_dst -c "SELECT count(*) FILTER (WHERE reveal_id(public_id, 'public_ids') = id),
+                                count(*) FILTER (WHERE reveal_id(default_public_id) = id),
+                                (SELECT count(*) FROM shardid_key) FROM published")"
+q -d postgres -c "DROP DATABASE dump_dst" -c "CREATE DATABASE dump_dst TEMPLATE tmpl_shardid" >/dev/null
+q -d dump_dst -c "SELECT create_obfuscation_key('public_ids', '\x000102030405060708090a0b0c0d0e0f')" >/dev/null
+pg_restore -d dump_dst "$dump" 2>"$dump.err"
+check a_restored_key_conflicting_with_a_users_key_fails_the_restore "1|1" \
+    "$(echo "$?|$(grep -c 'obfuscation key "public_ids" already exists with another secret' "$dump.err")")"
+check and_the_databases_own_key_stays "1|t" \
+    "$(q -d dump_dst -c "SELECT count(*), bool_and(secret = '\x000102030405060708090a0b0c0d0e0f') FROM shardid_key WHERE name = 'public_ids'")"
+rm -f "$dump.err"
+q -d postgres -c "DROP DATABASE tmpl_shardid" -c "DROP DATABASE dump_dst" -c "CREATE DATABASE dump_dst" >/dev/null
+
 # Objects that call shardid with a user layout while rows are restored:
 # a generated column and CHECK constraints (evaluated by COPY), an
 # expression index (built after the data), a default; in a schema that
@@ -89,5 +116,48 @@ check restored_layout_generates_and_its_index_is_used "5|t" \
 check drop_extension_takes_the_layout_carriers_along 0 \
     "$(q -d dump_dst -c "SET client_min_messages = warning" -c "DROP EXTENSION shardid CASCADE" \
                      -c "SELECT count(*) FROM pg_proc WHERE proname LIKE 'shardid%'")"
+
+# The database owner as an attacker (second hostile review, section 2). On
+# PostgreSQL 15 a database's owner owns its schema public, the extension's
+# schema here. The carriers live in shardid_carrier, the extension's own
+# schema: she can neither drop, replace nor pre-create one there, and a
+# look-alike she plants in public is never read. A restore, plain or with
+# --no-owner, keeps every row with the right values.
+q -d postgres -c "DROP DATABASE IF EXISTS owned_src" -c "DROP DATABASE IF EXISTS owned_dst" \
+  -c "DROP ROLE IF EXISTS db_owner" -c "CREATE ROLE db_owner LOGIN" \
+  -c "CREATE DATABASE owned_src OWNER db_owner" >/dev/null
+q -d owned_src <<'SQL' >/dev/null
+CREATE EXTENSION shardid;
+SELECT create_layout('orders', '2025-01-01', '1 ms', 41, 6, 16);
+CREATE TABLE public.orders (id bigint PRIMARY KEY DEFAULT next_id('orders', 3),
+                            made timestamptz GENERATED ALWAYS AS (id_timestamp('orders', id)) STORED);
+ALTER TABLE public.orders OWNER TO db_owner;
+INSERT INTO public.orders SELECT FROM generate_series(1, 100);
+SQL
+forged="AS \$\$SELECT 'shardid layout v1: name=orders epoch_ms=0 unit_ms=1 time_bits=41 shard_bits=6 sequence_bits=16'::text\$\$"
+attack() { psql -X -q -At -U db_owner -d owned_src -c "$1" 2>&1 | grep -c '^ERROR:  \(must be owner\|permission denied\)'; }
+check database_owner_cannot_drop_a_carrier 1 "$(attack 'DROP FUNCTION shardid_carrier."shardid_layout$orders"()')"
+check database_owner_cannot_replace_a_carrier 1 \
+    "$(attack "CREATE OR REPLACE FUNCTION shardid_carrier.\"shardid_layout\$orders\"() RETURNS text LANGUAGE sql $forged")"
+check database_owner_cannot_pre_create_a_carrier 1 \
+    "$(attack "CREATE FUNCTION shardid_carrier.\"shardid_layout\$later\"() RETURNS text LANGUAGE sql $forged")"
+check database_owner_cannot_drop_the_carrier_schema 1 "$(attack 'DROP SCHEMA shardid_carrier CASCADE')"
+check database_owner_can_plant_a_look_alike_in_public 0 \
+    "$(attack "CREATE FUNCTION public.\"shardid_layout\$orders\"() RETURNS text LANGUAGE sql $forged")"
+q -d owned_src -c "SELECT create_layout('later', '2025-01-01', '1 ms', 41, 6, 16)" >/dev/null
+check carriers_are_superusers_and_in_their_schema "2|t" \
+    "$(q -d owned_src -c "SELECT count(*), bool_and(r.rolsuper) FROM pg_proc p JOIN pg_roles r ON r.oid = p.proowner
+                          WHERE p.pronamespace = 'shardid_carrier'::regnamespace")"
+pg_dump -Fc -d owned_src -f "$dump" || echo "FAIL pg_dump (owned)"
+for how in plain no-owner; do
+    q -d postgres -c "DROP DATABASE IF EXISTS owned_dst" -c "CREATE DATABASE owned_dst OWNER db_owner" >/dev/null
+    opts=(); [ $how = no-owner ] && opts=(--no-owner)
+    pg_restore "${opts[@]}" -d owned_dst "$dump" 2>"$dump.err" || { echo "pg_restore ($how):"; head -5 "$dump.err"; }
+    check "restore_as_$how keeps every row with the layout's real epoch" "100|100|2025" \
+        "$(q -d owned_dst -c "SELECT count(*), count(*) FILTER (WHERE made = id_timestamp('orders', id)),
+                                    min(extract(year FROM made AT TIME ZONE 'UTC'))::int FROM public.orders")"
+done
+rm -f "$dump.err"
+q -d postgres -c "DROP DATABASE owned_src" -c "DROP DATABASE owned_dst" -c "DROP ROLE db_owner" >/dev/null
 
 q -d postgres -c "DROP DATABASE dump_src" -c "DROP DATABASE dump_dst"
