@@ -203,7 +203,7 @@ COMMENT ON FUNCTION decimal_id_generator_progression(integer, integer) IS
 -- The key ring: one row per key name, always. The `default` key is made here
 -- (made_by_install), so that no function that reads keys ever writes. A
 -- restore brings back its source's keys: a restored key replaces the one
--- CREATE EXTENSION made under the same name (with a NOTICE; that key cannot
+-- CREATE EXTENSION made under the same name (with a WARNING; that key cannot
 -- have obfuscated any restored ID), the same key again is skipped, and a
 -- restored key that conflicts with one a user made is an error the restore
 -- shows (never a silent switch of what an ID reveals). A key ring written
@@ -235,7 +235,7 @@ BEGIN
     END IF;
     IF present.made_by_install THEN
         DELETE FROM @extschema@.shardid_key k WHERE k.name = NEW.name;
-        RAISE NOTICE 'obfuscation key "%" made by CREATE EXTENSION is replaced by the one restored', NEW.name
+        RAISE WARNING 'obfuscation key "%" made by CREATE EXTENSION is replaced by the one restored', NEW.name
             USING DETAIL = 'IDs obfuscated with the restored key reveal as they did in its source database.';
         RETURN NEW;
     END IF;
