@@ -74,6 +74,17 @@ cluster_init() {
     } | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 }
 
+# scenario_cluster PORT [CONFIG LINE...]: a started throwaway cluster for a
+# scenario script, in $dir on $port, removed when the script exits; the
+# script exits if it cannot start one.
+scenario_cluster() {
+    port=$1; shift
+    dir=$(pg_tmpdir)
+    trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
+    cluster_init "$dir" "$@" || exit 1
+    cluster_start "$dir" "$port" || exit 1
+}
+
 # cluster_start DIR PORT / cluster_stop DIR [MODE]
 cluster_start() {
     as_pg "$PG_BIN/pg_ctl" -D "$1/data" -l "$1/server.log" -o "-p $2" -w -t 60 start >/dev/null 2>&1 || {

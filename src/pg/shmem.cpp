@@ -52,6 +52,8 @@ namespace shardid::pg {
 
 namespace {
 
+void confirm_lsn(XLogRecPtr need);  // below, with confirm_covered()
+
 // How far ahead of the IDs in use the high-water mark is written.
 constexpr int64 lease_ms = 1000;
 
@@ -457,13 +459,18 @@ bool claim_counter(NodeCounter which, int64 value)
     LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     int64& floor = which == NodeCounter::generator ? shared->generator_floor : shared->run_floor;
     const bool fresh = value > floor;
+    XLogRecPtr end = InvalidXLogRecPtr;
     if (fresh) {
         NodeState st = persisted_state();
         (which == NodeCounter::generator ? st.generator_floor : st.run_floor) = value;
-        persist(st);
+        end = persist(st);
         floor = value;
     }
     LWLockRelease(&shared->state_lock);
+    // The value goes into IDs only once the record of its floor is safe,
+    // like any ID's covering record (a standby promoted later knows it).
+    if (fresh)
+        confirm_lsn(end);
     return fresh;
 }
 
@@ -592,11 +599,10 @@ bool sync_confirmed(XLogRecPtr lsn)
     return confirmed;
 }
 
-}  // namespace
-
-void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
+// Flushes WAL up to `need` and, with synchronous replication, waits until
+// the synchronous standbys confirm it (see confirm_covered()).
+void confirm_lsn(XLogRecPtr need)
 {
-    const XLogRecPtr need = covering_lsn(reinterpret_cast<const Slot&>(state), layout, tick_ms);
     if (need <= shared->confirmed_lsn.load(std::memory_order_acquire))
         return;  // the steady state: long flushed and replicated
     // The record that covers this ID is recent: flush it, and with
@@ -615,6 +621,13 @@ void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
     uint64_t cur = shared->confirmed_lsn.load(std::memory_order_acquire);
     while (cur < need && !shared->confirmed_lsn.compare_exchange_weak(cur, need, std::memory_order_acq_rel))
         ;
+}
+
+}  // namespace
+
+void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
+{
+    confirm_lsn(covering_lsn(reinterpret_cast<const Slot&>(state), layout, tick_ms));
 }
 
 void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms)

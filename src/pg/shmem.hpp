@@ -69,9 +69,10 @@ void replay_node_state(const NodeState& state);
 enum class NodeCounter { generator, run };
 // The highest value of that kind this node ever took (-1: none).
 int64 counter_floor(NodeCounter which);
-// Records `value` as taken, durably, if it is above every value of its kind
-// taken before, and returns true; false if it is not (then it must not be
-// used).
+// Records `value` as taken, durably (the record flushed and, with
+// synchronous replication, confirmed, as for any ID: confirm_covered()), if
+// it is above every value of its kind taken before, and returns true; false
+// if it is not (then it must not be used).
 bool claim_counter(NodeCounter which, int64 value);
 
 }  // namespace shardid::pg

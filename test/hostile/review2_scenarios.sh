@@ -16,12 +16,8 @@
 set -u
 . scripts/lib.sh
 
-dir=$(pg_tmpdir)
-port=55436
-trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
-cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
-    "max_connections = 30" || exit 1
-cluster_start "$dir" "$port" || exit 1
+scenario_cluster 55436 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
+    "max_connections = 30"
 q() { cluster_psql "$dir" "$port" -At "$@"; }
 qdb() { local db=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d "$db" -At "$@"; }
 check() {  # NAME EXPECTED ACTUAL

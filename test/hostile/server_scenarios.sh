@@ -14,12 +14,8 @@
 set -u
 . scripts/lib.sh
 
-dir=$(pg_tmpdir)
-port=55430
-trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
-cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
-    "max_connections = 30" "deadlock_timeout = '200ms'" || exit 1
-cluster_start "$dir" "$port" || exit 1
+scenario_cluster 55430 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
+    "max_connections = 30" "deadlock_timeout = '200ms'"
 q() { cluster_psql "$dir" "$port" -At "$@"; }
 # qt SECONDS ARGS...: q that gives up (and fails) after SECONDS, so that a
 # regression makes a test fail instead of hanging the suite.
