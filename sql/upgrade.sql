@@ -21,23 +21,63 @@ FROM kept;
 SELECT p.proname, d.deptype FROM pg_proc p
 JOIN pg_depend d ON d.objid = p.oid AND d.refclassid = 'pg_extension'::regclass
 WHERE p.proname LIKE 'shardid\_layout$%';
--- The upgraded extension has the same objects as a fresh install: every
--- function with its arguments, volatility, settings and body.
-CREATE TABLE upgraded_objects AS
-SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proparallel,
-       p.prosecdef, p.proconfig, md5(p.prosrc) AS body, obj_description(p.oid, 'pg_proc') AS comment
-FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
-JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'shardid';
-SELECT count(*) AS functions, count(*) FILTER (WHERE comment IS NULL) AS without_comment FROM upgraded_objects;
+-- The upgraded extension has the same objects as a fresh install, which runs
+-- the full script shardid--1.2.sql alone: two different paths. Compared
+-- object by object: functions (arguments, result, volatility, strictness,
+-- parallel safety, security, settings, support function, body, privileges,
+-- comment), relations (kind, privileges, comment), columns (type, NOT NULL,
+-- default, comment), constraints, triggers, view definitions, sequences,
+-- schemas, and what pg_dump dumps of the extension's tables.
+CREATE FUNCTION pg_temp.shardid_objects() RETURNS TABLE (kind text, name text, def text) LANGUAGE sql AS $$
+WITH members AS (
+    SELECT d.classid, d.objid FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
+    WHERE d.refclassid = 'pg_extension'::regclass AND d.deptype = 'e' AND e.extname = 'shardid')
+SELECT 'function', p.proname || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+       concat_ws(' | ', pg_get_function_result(p.oid), p.provolatile, p.proisstrict, p.proparallel, p.prosecdef,
+                 p.proconfig::text, p.prosupport::text, md5(p.prosrc), p.proacl::text,
+                 coalesce(obj_description(p.oid, 'pg_proc'), 'NO COMMENT'))
+FROM pg_proc p JOIN members m ON m.classid = 'pg_proc'::regclass AND m.objid = p.oid
+UNION ALL
+SELECT 'relation', c.relname, concat_ws(' | ', c.relkind, c.relacl::text, obj_description(c.oid, 'pg_class'))
+FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+UNION ALL
+SELECT 'column', c.relname || '.' || a.attname,
+       concat_ws(' | ', a.attnum, format_type(a.atttypid, a.atttypmod), a.attnotnull,
+                 pg_get_expr(ad.adbin, ad.adrelid), col_description(c.oid, a.attnum))
+FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
+UNION ALL
+SELECT 'constraint', c.relname || '.' || co.conname, pg_get_constraintdef(co.oid)
+FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+JOIN pg_constraint co ON co.conrelid = c.oid
+UNION ALL
+SELECT 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid)
+FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+JOIN pg_trigger t ON t.tgrelid = c.oid AND NOT t.tgisinternal
+UNION ALL
+SELECT 'view', c.relname, pg_get_viewdef(c.oid)
+FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid WHERE c.relkind = 'v'
+UNION ALL
+SELECT 'sequence', c.relname, concat_ws(' | ', s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcycle)
+FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
+JOIN pg_sequence s ON s.seqrelid = c.oid
+UNION ALL
+SELECT 'schema', n.nspname, concat_ws(' | ', n.nspacl::text, obj_description(n.oid, 'pg_namespace'))
+FROM pg_namespace n JOIN members m ON m.classid = 'pg_namespace'::regclass AND m.objid = n.oid
+UNION ALL
+SELECT 'dumped', c::regclass::text, coalesce(e.extcondition[i], '')
+FROM pg_extension e, unnest(e.extconfig) WITH ORDINALITY AS x(c, i) WHERE e.extname = 'shardid'
+$$;
+CREATE TABLE upgraded_objects AS SELECT * FROM pg_temp.shardid_objects();
+SELECT kind, count(*) FROM upgraded_objects GROUP BY kind ORDER BY kind;
+SELECT count(*) AS functions_without_comment FROM upgraded_objects WHERE kind = 'function' AND def LIKE '%NO COMMENT';
 DROP TABLE kept;
 DROP EXTENSION shardid CASCADE;
 CREATE EXTENSION shardid;
 SELECT extversion FROM pg_extension WHERE extname = 'shardid';
-CREATE TABLE fresh_objects AS
-SELECT p.proname, pg_get_function_identity_arguments(p.oid) AS args, p.provolatile, p.proparallel,
-       p.prosecdef, p.proconfig, md5(p.prosrc) AS body, obj_description(p.oid, 'pg_proc') AS comment
-FROM pg_proc p JOIN pg_depend d ON d.objid = p.oid AND d.deptype = 'e'
-JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'shardid';
+CREATE TABLE fresh_objects AS SELECT * FROM pg_temp.shardid_objects();
+-- Nothing differs (each row would be an object of one path only).
 (TABLE upgraded_objects EXCEPT TABLE fresh_objects) UNION ALL (TABLE fresh_objects EXCEPT TABLE upgraded_objects);
 -- Every SQL and PL/pgSQL function pins its search_path, pg_catalog first.
 SELECT p.proname, p.proconfig FROM pg_proc p

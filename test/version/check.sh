@@ -44,6 +44,8 @@ PY
     check "META.json requires PostgreSQL 15 or later" "15.0.0" "$pg"
     check "META.json follows PGXN meta-spec 1.0.0" "1.0.0" "$spec"
     check "META.json's provided file exists" yes "$([ -n "$file" ] && [ -f "$dir/$file" ] && echo yes)"
+    check "META.json's provided file is the full install script of the control file's version" \
+        "sql/shardid--$v.sql" "$file"
     check "META.json's abstract is the control file's comment" \
         "$(sed -n "s/^comment *= *'\(.*\)'/\1/p" "$dir/shardid.control")" "$abstract"
     check "META.json names a license" yes "$([ -n "$license" ] && [ "$license" != None ] && echo yes)"
