@@ -3,7 +3,13 @@
 // Locking rules (who guards what, and in which order):
 //   - AddinShmemInitLock: attaching the struct, allocating layout slots
 //     (n_used, each slot's shape and name) and DecimalId database entries.
-//     Held only for memory work; no other lock is taken under it.
+//     Held only for memory work; no other lock is taken under it. A slot is
+//     filled in under it in the same hold that raises n_used, so a reader
+//     that read n_used under it (shardid_status) may read those slots' shape
+//     and name after releasing it: they never change once published.
+//   - The WAL record of a node state is inserted under state_lock and
+//     flushed (and confirmed by synchronous standbys) by confirm_covered()
+//     outside any lock, before an ID it covers is returned.
 //   - state_lock (tranche "shardid"): serializes writers of the persisted
 //     node state (src/pg/hwm.hpp): lease_until_ms, generator_floor,
 //     run_floor and every slot's `persisted` word change only under it, and
@@ -237,9 +243,14 @@ void attach_locked()
     bool found;
     void* raw = ShmemInitStruct(shared_name, shared_size, &found);
     auto* aligned = reinterpret_cast<Shared*>(TYPEALIGN(alignof(Shared), raw));
-    if (!found) {
+    // `magic` is written last: a struct without it was never initialised
+    // whole (an attach that failed part way, say reading the state file out
+    // of memory, in a backend that attached lazily) and is initialised again
+    // here. Nobody used it meanwhile: `shared` is set only by an attach.
+    if (!found || aligned->magic != shared_magic) {
         memset(raw, 0, shared_size);
-        aligned->magic = shared_magic;
+        aligned->tranche = LWLockNewTrancheId();
+        LWLockInitialize(&aligned->state_lock, aligned->tranche);
         NodeState st;
         const HwmRead got = hwm_read(&st);
         if (got == HwmRead::corrupt)
@@ -254,8 +265,6 @@ void attach_locked()
         aligned->retired_ms.store(st.retired_ms);
         aligned->generator_floor = st.generator_floor;
         aligned->run_floor = st.run_floor;
-        aligned->tranche = LWLockNewTrancheId();
-        LWLockInitialize(&aligned->state_lock, aligned->tranche);
         shared = aligned;
         // Layouts with marks of their own resume exactly where those say;
         // marks whose tick is over are retired instead, so a restart frees
@@ -272,6 +281,7 @@ void attach_locked()
             slot->state.last.store(m.word, std::memory_order_relaxed);
             slot->persisted.store(m.word, std::memory_order_relaxed);
         }
+        aligned->magic = shared_magic;
     }
     LWLockRegisterTranche(aligned->tranche, "shardid");
     shared = aligned;
