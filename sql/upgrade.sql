@@ -27,7 +27,8 @@ WHERE p.proname LIKE 'shardid\_layout$%';
 -- parallel safety, security, settings, support function, body, privileges,
 -- comment), relations (kind, privileges, comment), columns (type, NOT NULL,
 -- default, comment), constraints, triggers, view definitions, sequences,
--- schemas, and what pg_dump dumps of the extension's tables.
+-- schemas, and what pg_dump dumps of the extension's tables. (NOT NULL is
+-- compared with the columns: PostgreSQL 18 also keeps it as a constraint.)
 CREATE FUNCTION pg_temp.shardid_objects() RETURNS TABLE (kind text, name text, def text) LANGUAGE sql AS $$
 WITH members AS (
     SELECT d.classid, d.objid FROM pg_depend d JOIN pg_extension e ON e.oid = d.refobjid
@@ -50,7 +51,7 @@ LEFT JOIN pg_attrdef ad ON ad.adrelid = c.oid AND ad.adnum = a.attnum
 UNION ALL
 SELECT 'constraint', c.relname || '.' || co.conname, pg_get_constraintdef(co.oid)
 FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
-JOIN pg_constraint co ON co.conrelid = c.oid
+JOIN pg_constraint co ON co.conrelid = c.oid AND co.contype <> 'n'
 UNION ALL
 SELECT 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid)
 FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
