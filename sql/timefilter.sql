@@ -126,4 +126,12 @@ SELECT shardid_convert_column('legacy_serial', 'nope');
 \echo :LAST_ERROR_SQLSTATE
 SELECT shardid_convert_column('legacy_serial', 'id', 'no_such_layout');
 \echo :LAST_ERROR_SQLSTATE
+-- The support function dispatches on the C function a call runs, not on the
+-- name or the number of arguments: another function given it (a superuser
+-- can) is left alone, never taken for snowflake_created_within.
+CREATE FUNCTION other_filter(id bigint, period tstzrange) RETURNS boolean
+    LANGUAGE sql IMMUTABLE SUPPORT shardid_created_within_support AS 'SELECT true';
+SELECT (SELECT count(*) FROM sf WHERE other_filter(id, tstzrange('2030-01-01', '2030-01-02')))
+     = (SELECT count(*) FROM sf) AND (SELECT count(*) FROM sf) > 0 AS left_alone;
+DROP FUNCTION other_filter(bigint, tstzrange);
 DROP TABLE sf, ig, tr, legacy_child, legacy_serial, legacy_identity, huge, texty;

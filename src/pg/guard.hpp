@@ -9,10 +9,15 @@
 
 #include <exception>
 #include <new>
+#include <type_traits>
 
 #include "core/status.hpp"
 
 namespace shardid::pg {
+
+// What guarded() bodies share with their entry point must not need a
+// destructor that an ereport after them would skip.
+static_assert(std::is_trivially_destructible_v<Status>, "Status crosses the boundary");
 
 template <class Body>
 inline bool guarded(Status& status, Body&& body) noexcept

@@ -362,6 +362,8 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     const bool shard_given = shard_arg >= 0 && !PG_ARGISNULL(shard_arg);
     const int32 shard = shard_given ? PG_GETARG_INT32(shard_arg) : 0;
     const bool coarse = layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms);
+    // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
+    const uint32 wait_event = next_tick_wait_event();
 
     for (;;) {
         Status status;
@@ -376,7 +378,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
             } else if (!node_shard(layout, &field, &status)) {
                 return false;
             }
-            LatchClock clock = latch_clock(coarse);
+            LatchClock clock{{clock_offset_ms, coarse}, wait_event};
             return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);
         });
         if (ok) {
@@ -399,7 +401,7 @@ bool LatchClock::pause(int64_t ms_left) const
         return false;
     if (ms_left > 1) {
         const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, long(ms_left - 1),
-                                 next_tick_wait_event());
+                                 wait_event);
         if (rc & WL_LATCH_SET)
             ResetLatch(MyLatch);
     }

@@ -1,6 +1,8 @@
 // shardid's GUCs (defined in module.cpp) and the helpers that read them.
 #pragma once
 
+#include <type_traits>
+
 #include <cstdint>
 
 #include "core/clock.hpp"
@@ -27,10 +29,16 @@ inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_of
 // or "ShardidNextTick" from PostgreSQL 17) and give up as soon as an
 // interrupt (cancel, terminate, statement_timeout, shutdown) is pending, so
 // that the caller serves it with CHECK_FOR_INTERRUPTS() outside C++ scope.
+// Its wait event is resolved before a generator enters guarded() (on
+// PostgreSQL 17 making it can ereport), so that pause() calls nothing that
+// can. WaitLatch() itself does not ereport; on postmaster death it exits the
+// process (WL_EXIT_ON_PM_DEATH).
 struct LatchClock : SystemClock {
+    uint32_t wait_event;
     bool pause(int64_t ms_left) const;
 };
-inline LatchClock latch_clock(bool coarse) { return LatchClock{{clock_offset_ms, coarse}}; }
+static_assert(std::is_trivially_destructible_v<LatchClock>,
+              "a clock lives inside guarded(): nothing there may need a destructor that an ereport would skip");
 
 // shardid.node_id as the shard/node field of `layout`, or a failure
 // (55000 when unset, 22003 when it does not fit the field).

@@ -14,6 +14,9 @@ extern "C" {
 #include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "nodes/supportnodes.h"
+#include "catalog/pg_language_d.h"
+#include "catalog/pg_proc.h"
+#include "utils/syscache.h"
 #include "optimizer/optimizer.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
@@ -207,19 +210,53 @@ bool usable_as_bound(Node* arg)
 // and calls of the bound functions for the first and last ID of its period.
 // False when the period (or the layout name) is not usable as a bound: it
 // refers to a column, or is volatile.
+// Which *_created_within a function is: read from the C function it calls
+// (pg_proc.prosrc), not from its name, so that any other function given
+// this support function is left alone rather than taken for one of them.
+enum class Within { none, layout_named, snowflake, instagram, trace };
+
+Within within_kind(Oid funcid)
+{
+    HeapTuple tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(funcid));
+    if (!HeapTupleIsValid(tup))
+        return Within::none;
+    const auto* form = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup));
+    Within kind = Within::none;
+    bool isnull;
+    const Datum src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+    if (form->prolang == ClanguageId && !isnull) {
+        const char* symbol = TextDatumGetCString(src);
+        static const struct {
+            const char* symbol;
+            Within kind;
+            int nargs;
+        } known[] = {{"shardid_id_created_within", Within::layout_named, 3},
+                     {"shardid_snowflake_created_within", Within::snowflake, 2},
+                     {"shardid_instagram_created_within", Within::instagram, 2},
+                     {"shardid_trace_id_created_within", Within::trace, 2}};
+        for (const auto& k : known)
+            if (strcmp(symbol, k.symbol) == 0 && form->pronargs == k.nargs)
+                kind = k.kind;
+    }
+    ReleaseSysCache(tup);
+    return kind;
+}
+
 bool implied_range(Oid funcid, List* args, int* id_pos, Expr** lo, Expr** hi)
 {
-    const char* fname = get_func_name(funcid);
+    const Within kind = within_kind(funcid);
+    if (kind == Within::none)
+        return false;
     const Oid nsp = get_func_namespace(funcid);
     // (layout, id, period) or (id, period).
-    const bool named_layout = list_length(args) == 3;
+    const bool named_layout = kind == Within::layout_named;
     *id_pos = named_layout ? 1 : 0;
     if (exprType(static_cast<Node*>(list_nth(args, *id_pos))) != INT8OID)
         return false;
     Node* period = static_cast<Node*>(list_nth(args, *id_pos + 1));
     if (!usable_as_bound(period))
         return false;
-    if (strcmp(fname, "trace_id_created_within") == 0) {
+    if (kind == Within::trace) {
         *lo = bound_call(nsp, "trace_id_range_min", list_make1(copy_node(period)));
         *hi = bound_call(nsp, "trace_id_range_max", list_make1(copy_node(period)));
         return true;
@@ -230,7 +267,7 @@ bool implied_range(Oid funcid, List* args, int* id_pos, Expr** lo, Expr** hi)
         if (!usable_as_bound(layout))
             return false;
     } else {
-        const char* preset = strcmp(fname, "instagram_created_within") == 0 ? "instagram" : "snowflake";
+        const char* preset = kind == Within::instagram ? "instagram" : "snowflake";
         layout = reinterpret_cast<Node*>(
             makeConst(TEXTOID, -1, DEFAULT_COLLATION_OID, -1, CStringGetTextDatum(preset), false, false));
     }
