@@ -66,7 +66,7 @@ extern "C" Datum shardid_next_eightbyte_id(PG_FUNCTION_ARGS)
 {
     const EightMode mode = mode_arg(fcinfo, 0);
     // The engine issues (ms, generator = shardid.node_id, sequence); repack it.
-    const Fields f = eightbyte_layout.decompose(generate_raw(fcinfo, eightbyte_layout, eightbyte_slot, -1));
+    const Fields f = eightbyte_layout.decompose(generate_raw(fcinfo, eightbyte_layout, eightbyte_slot, ShardFrom::node_setting()));
     const EightParts parts{int64_t(f.tick), uint32_t(f.sequence), uint32_t(f.shard), uint32_t(cluster_id), mode};
     return bytea_of(eight_word(parts));
 }

@@ -147,7 +147,7 @@ extern "C" Datum shardid_reveal_id(PG_FUNCTION_ARGS) { return permute(fcinfo, tr
 extern "C" Datum shardid_next_opaque_id(PG_FUNCTION_ARGS)
 {
     LayoutEntry& e = layout_arg(fcinfo, 0);
-    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, -1));
+    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, ShardFrom::node_setting()));
     const PermutationKey key = key_arg(fcinfo, 1);
     PG_RETURN_INT64(int64(permute_forward(key, uint64_t(id), 63)));
 }

@@ -348,19 +348,20 @@ LayoutEntry& layout_arg(FunctionCallInfo fcinfo, int argno)
     return *entry;
 }
 
-Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg)
+Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from)
 {
-    PG_RETURN_INT64(int64(generate_raw(fcinfo, layout, slot_cache, shard_arg)));
+    PG_RETURN_INT64(int64(generate_raw(fcinfo, layout, slot_cache, shard_from)));
 }
 
-uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg)
+uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from)
 {
     refuse_on_standby();
     if (slot_cache == nullptr)
         slot_cache = slot_for(layout);
     SlotState& slot = *slot_cache;
-    const bool shard_given = shard_arg >= 0 && !PG_ARGISNULL(shard_arg);
-    const int32 shard = shard_given ? PG_GETARG_INT32(shard_arg) : 0;
+    const bool shard_given =
+        shard_from.source == ShardFrom::Source::argument && !PG_ARGISNULL(shard_from.argno);
+    const int32 shard = shard_given ? PG_GETARG_INT32(shard_from.argno) : 0;
     const bool coarse = layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms);
     // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
     const uint32 wait_event = next_tick_wait_event();

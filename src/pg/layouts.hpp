@@ -37,12 +37,21 @@ char* layout_anchor_name(const char* name);
 // The entry of a compiled-in preset.
 LayoutEntry& preset_entry(const Layout& preset);
 
+// Where a generator's shard comes from: shardid.node_id, or an argument of
+// the call (shardid.node_id when that argument is NULL).
+struct ShardFrom {
+    enum class Source { node_setting, argument } source;
+    int argno;
+
+    static constexpr ShardFrom node_setting() { return ShardFrom{Source::node_setting, 0}; }
+    static constexpr ShardFrom argument(int argno) { return ShardFrom{Source::argument, argno}; }
+};
+
 // Issues the next ID of `layout`, whose node-wide slot is cached in
-// slot_cache. The shard comes from argument shard_arg (when it is >= 0 and
-// not NULL) or else from shardid.node_id.
-Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg);
+// slot_cache, for the shard `shard` says.
+Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard);
 // The same, returning the layout's raw word (for schemes that repack it).
-uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, int shard_arg);
+uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard);
 
 // Builds the OUT-parameter record of the calling function.
 Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls);

@@ -86,19 +86,19 @@ Interval* interval_of_ms(int64 ms)
 extern "C" Datum shardid_next_id(PG_FUNCTION_ARGS)
 {
     LayoutEntry& e = layout_arg(fcinfo, 0);
-    return generate(fcinfo, e.layout, e.slot, 1);
+    return generate(fcinfo, e.layout, e.slot, ShardFrom::argument(1));
 }
 
 extern "C" Datum shardid_next_snowflake_id(PG_FUNCTION_ARGS)
 {
     LayoutEntry& e = preset_entry(snowflake_layout);
-    return generate(fcinfo, e.layout, e.slot, 0);
+    return generate(fcinfo, e.layout, e.slot, ShardFrom::argument(0));
 }
 
 extern "C" Datum shardid_next_instagram_id(PG_FUNCTION_ARGS)
 {
     LayoutEntry& e = preset_entry(instagram_layout);
-    return generate(fcinfo, e.layout, e.slot, 0);
+    return generate(fcinfo, e.layout, e.slot, ShardFrom::argument(0));
 }
 
 extern "C" Datum shardid_id_decode(PG_FUNCTION_ARGS)

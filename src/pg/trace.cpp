@@ -36,7 +36,7 @@ TraceParts decode_args(FunctionCallInfo fcinfo)
 
 extern "C" Datum shardid_next_trace_id(PG_FUNCTION_ARGS)
 {
-    return generate(fcinfo, trace_layout, trace_slot, -1);
+    return generate(fcinfo, trace_layout, trace_slot, ShardFrom::node_setting());
 }
 
 extern "C" Datum shardid_trace_id_decode(PG_FUNCTION_ARGS)
