@@ -24,6 +24,7 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
+#include "core/node_state.hpp"
 #include "core/schemes.hpp"
 #include "pg/catalog.hpp"
 #include "pg/guard.hpp"
@@ -37,6 +38,21 @@ namespace shardid::pg {
 namespace {
 
 constexpr int max_name_len = 63;
+
+// The shape of a user layout (they never wrap, and count their sequence
+// from 0), with its fields named. Widths are checked by the caller.
+Shape user_shape(int64 epoch_ms, int64 unit_ms, int time_bits, int shard_bits, int sequence_bits)
+{
+    Shape shape;
+    shape.epoch_ms = epoch_ms;
+    shape.unit_ms = unit_ms;
+    shape.time_bits = uint8_t(time_bits);
+    shape.shard_bits = uint8_t(shard_bits);
+    shape.sequence_bits = uint8_t(sequence_bits);
+    shape.sequence_first = 0;
+    shape.wraps = false;
+    return shape;
+}
 constexpr const char* carrier_schema_name = "shardid_carrier";
 
 // The per-backend cache of user layouts holds only committed definitions,
@@ -165,7 +181,7 @@ bool anchored_layout(const char* name, Layout* out)
                         errmsg("layout \"%s\" has no catalog row, and function %s is not shardid's definition of it",
                                name, fname),
                         errhint("Restore the layout catalog (shardid_user_layout) from the dump.")));
-    *out = Layout{name, epoch_ms, unit_ms, uint8_t(time_bits), uint8_t(shard_bits), uint8_t(sequence_bits), false, 0};
+    *out = user_shape(epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits).layout(name);
     Status status;
     if (time_bits < 0 || time_bits > 63 || shard_bits < 0 || shard_bits > 63 || sequence_bits < 0 ||
         sequence_bits > 63 || !guarded(status, [&] {
@@ -267,8 +283,7 @@ Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, in
         if (b < 0 || b > 63)
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                             errmsg("bit widths must be between 0 and 63, not %d", b)));
-    const Layout layout{name, epoch_ms, unit_us / 1000, uint8_t(time_bits), uint8_t(shard_bits),
-                        uint8_t(sequence_bits), false, 0};
+    const Layout layout = user_shape(epoch_ms, unit_us / 1000, time_bits, shard_bits, sequence_bits).layout(name);
     Status status;
     if (!guarded(status, [&] {
             status = layout.validate();
