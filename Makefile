@@ -25,6 +25,10 @@ REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 
 PG_CONFIG ?= pg_config
+# A PG_CONFIG that does not run is an error, not an empty build.
+ifeq ($(shell $(PG_CONFIG) --version 2>/dev/null),)
+$(error $(PG_CONFIG) does not run: set PG_CONFIG to the pg_config of the PostgreSQL to build for)
+endif
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(includedir_server)
 PG_CXXFLAGS = -std=c++17 -Wextra -Werror=return-type
 # PGXS links with $(CC): bring in the C++ runtime.

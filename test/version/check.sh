@@ -101,6 +101,14 @@ else
     echo "FAIL make dist: ${out:-not a git checkout}"
 fi
 
+# A build for a PostgreSQL that is not there fails loudly (it once built
+# nothing and exited 0).
+if make -s -C "$(pwd)" PG_CONFIG=/nonexistent/pg_config >/dev/null 2>&1; then
+    echo "FAIL make with a PG_CONFIG that does not exist exits 0"
+else
+    echo "PASS make with a PG_CONFIG that does not exist fails"
+fi
+
 # Negative control: a release that bumps only the control file is caught.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
