@@ -59,6 +59,15 @@ inline void resume_above(const Layout& layout, SlotState& slot, int64_t floor_ms
         slot.last.store(layout.pack(uint64_t(tick), layout.sequence_max()), std::memory_order_relaxed);
 }
 
+// Raises an atomic to at least `value`; never lowers it.
+template <class T>
+inline void raise_to(std::atomic<T>& a, T value)
+{
+    T cur = a.load(std::memory_order_acquire);
+    while (cur < value && !a.compare_exchange_weak(cur, value, std::memory_order_acq_rel))
+        ;
+}
+
 // For a slot of a shape that has no mark of its own: every ID the shape
 // ever issued on this node lies in a tick that ends at or before end_ms (the
 // node state's retired floor), so continue as if every such tick were used
@@ -67,22 +76,13 @@ inline void resume_above(const Layout& layout, SlotState& slot, int64_t floor_ms
 inline void resume_after(const Layout& layout, SlotState& slot, int64_t end_ms)
 {
     const int64_t tick = layout.tick_of(end_ms) - 1;
-    if (tick >= 0) {
-        const uint64_t word = layout.pack(uint64_t(tick), layout.sequence_max());
-        uint64_t last = slot.last.load(std::memory_order_acquire);
-        while (last < word && !slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel))
-            ;
-    }
+    if (tick >= 0)
+        raise_to(slot.last, layout.pack(uint64_t(tick), layout.sequence_max()));
 }
 
 // Raises the slot's last issued word to at least `word` (a replayed mark:
 // never lowers it).
-inline void raise_last(SlotState& slot, uint64_t word)
-{
-    uint64_t last = slot.last.load(std::memory_order_acquire);
-    while (last < word && !slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel))
-        ;
-}
+inline void raise_last(SlotState& slot, uint64_t word) { raise_to(slot.last, word); }
 
 // Raises the slot so that every later ID of `layout`, whatever its shard,
 // sorts above `id`: the highest ID of a logical shard that moves to this

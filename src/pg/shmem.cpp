@@ -148,13 +148,7 @@ int64 mark_end_ms(const Shape& shape, uint64_t word)
 }
 
 // Raises the retired floor to cover a mark whose tick is over.
-void retire(const Shape& shape, uint64_t word)
-{
-    const int64 end = mark_end_ms(shape, word);
-    int64_t cur = shared->retired_ms.load();
-    while (cur < end && !shared->retired_ms.compare_exchange_weak(cur, end))
-        ;
-}
+void retire(const Shape& shape, uint64_t word) { raise_to(shared->retired_ms, int64_t(mark_end_ms(shape, word))); }
 
 // The state as it is persisted now. Caller holds state_lock. A coarse
 // layout's mark whose tick is over (by the wall clock) is retired: the
@@ -537,8 +531,7 @@ void replay_node_state(const NodeState& st)
         shared->lease_until_ms.store(st.mark_ms);
     if (st.mark_ms > shared->restart_floor_ms.load())
         shared->restart_floor_ms.store(st.mark_ms);
-    if (st.retired_ms > shared->retired_ms.load())
-        shared->retired_ms.store(st.retired_ms);
+    raise_to(shared->retired_ms, int64_t(st.retired_ms));
     shared->generator_floor = std::max(shared->generator_floor, st.generator_floor);
     shared->run_floor = std::max(shared->run_floor, st.run_floor);
     for (int i = 0; i < st.n_marks; i++) {
@@ -628,9 +621,7 @@ void confirm_lsn(XLogRecPtr need)
                         errmsg("canceled waiting for the synchronous standbys to confirm shardid's node state"),
                         errdetail("No ID was handed out: the WAL record that covers it is not confirmed by the "
                                   "synchronous standbys, so a standby promoted now could issue it again.")));
-    uint64_t cur = shared->confirmed_lsn.load(std::memory_order_acquire);
-    while (cur < need && !shared->confirmed_lsn.compare_exchange_weak(cur, need, std::memory_order_acq_rel))
-        ;
+    raise_to(shared->confirmed_lsn, uint64_t(need));
 }
 
 }  // namespace
