@@ -9,7 +9,7 @@ EXTVERSION := $(shell sed -n "s/^default_version *= *'\\(.*\\)'/\\1/p" $(dir $(l
 DISTVERSION = $(EXTVERSION).0
 
 CORE_OBJS = src/core/node_state.o src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
-PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/hwm.o src/pg/timeconv.o src/pg/layouts.o \
+PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/persist.o src/pg/status.o src/pg/state_file.o src/pg/timeconv.o src/pg/layouts.o \
 	src/pg/trace.o src/pg/timeids.o src/pg/counters.o src/pg/codecs.o src/pg/eightbyte.o src/pg/keys.o \
 	src/pg/timefilter.o src/pg/advance.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
@@ -71,12 +71,12 @@ CORE_SRCS = $(CORE_OBJS:.o=.cpp)
 UNIT_SRCS = $(wildcard test/unit/*.cpp)
 TEST_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread
 
-build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
+build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
 	@mkdir -p build
 	$(CXX) $(TEST_CXXFLAGS) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
-build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp)
+build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
 	@mkdir -p build
 	$(CXX) $(TEST_CXXFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 		-o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main

@@ -15,7 +15,7 @@ using namespace shardid;
 namespace {
 
 // An uncapped layout (4M IDs per ms): the cap never binds, so this measures cost.
-constexpr Layout wide{"wide", 1704067200000, 1, 41, 0, 22, false, 0};
+constexpr Layout wide = Layout::named("wide").epoch(1704067200000).unit(1).time(41).shard(0).sequence(22);
 SlotState shared_slot{};
 
 struct FixedClock {

@@ -74,8 +74,8 @@ SELECT obfuscate_id(42, 'rolled_key') <> :under_first AS not_the_rolled_back_key
 --    without a catalog row the layout is gone again.
 BEGIN;
 SELECT format('CREATE FUNCTION shardid_carrier.%I() RETURNS text LANGUAGE sql IMMUTABLE AS %L',
-              shardid_layout_anchor_name('carried_only'),
-              shardid_layout_anchor_body('carried_only', '2024-01-01', '1 ms', 41, 0, 12)) \gexec
+              shardid_carrier_name('carried_only'),
+              shardid_carrier_body('carried_only', '2024-01-01', '1 ms', 41, 0, 12)) \gexec
 SELECT shard, sequence FROM id_decode('carried_only', :probe);
 ROLLBACK;
 SELECT * FROM id_decode('carried_only', :probe);

@@ -111,19 +111,19 @@ CREATE SCHEMA shardid_carrier;
 REVOKE ALL ON SCHEMA shardid_carrier FROM PUBLIC;
 COMMENT ON SCHEMA shardid_carrier IS
     'shardid: the carriers of layout definitions through pg_dump (superusers only; dropped with the extension)';
-CREATE FUNCTION shardid_layout_anchor_name(name text) RETURNS text
-    AS 'MODULE_PATHNAME', 'shardid_layout_anchor_name'
+CREATE FUNCTION shardid_carrier_name(name text) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_carrier_name'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION shardid_layout_anchor_name(text) IS
+COMMENT ON FUNCTION shardid_carrier_name(text) IS
     'the name of the function that carries a layout through pg_dump ("shardid_layout$<name>", hashed when too long)';
-CREATE FUNCTION shardid_layout_anchor_body(name text, epoch timestamptz, time_unit interval, time_bits integer,
+CREATE FUNCTION shardid_carrier_body(name text, epoch timestamptz, time_unit interval, time_bits integer,
                                            shard_bits integer, sequence_bits integer) RETURNS text
-    AS 'MODULE_PATHNAME', 'shardid_layout_anchor_body'
+    AS 'MODULE_PATHNAME', 'shardid_carrier_body'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION shardid_layout_anchor_body(text, timestamptz, interval, integer, integer, integer) IS
+COMMENT ON FUNCTION shardid_carrier_body(text, timestamptz, interval, integer, integer, integer) IS
     'the SQL body of the function that carries a layout''s definition through pg_dump';
 
-CREATE FUNCTION shardid_anchor_layout(layout_name text) RETURNS void
+CREATE FUNCTION shardid_make_carrier(layout_name text) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
     AS $$
@@ -135,9 +135,9 @@ BEGIN
     IF NOT FOUND THEN
         RAISE EXCEPTION 'layout "%" does not exist', layout_name USING ERRCODE = 'undefined_object';
     END IF;
-    fn := format('shardid_carrier.%I()', @extschema@.shardid_layout_anchor_name(l.name));
+    fn := format('shardid_carrier.%I()', @extschema@.shardid_carrier_name(l.name));
     EXECUTE format('CREATE OR REPLACE FUNCTION %s RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE AS %L', fn,
-                   @extschema@.shardid_layout_anchor_body(l.name, l.epoch, l.time_unit, l.time_bits, l.shard_bits,
+                   @extschema@.shardid_carrier_body(l.name, l.epoch, l.time_unit, l.time_bits, l.shard_bits,
                                                           l.sequence_bits));
     EXECUTE format('COMMENT ON FUNCTION %s IS %L', fn,
                    format('definition of the shardid layout "%s", carried through pg_dump ahead of the table rows', l.name));
@@ -147,8 +147,8 @@ BEGIN
         EXECUTE format('ALTER FUNCTION %s DEPENDS ON EXTENSION shardid', fn);
     END IF;
 END $$;
-REVOKE EXECUTE ON FUNCTION shardid_anchor_layout(text) FROM PUBLIC;
-COMMENT ON FUNCTION shardid_anchor_layout(text) IS
+REVOKE EXECUTE ON FUNCTION shardid_make_carrier(text) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_make_carrier(text) IS
     'make (or remake) the "shardid_layout$<name>"() function that carries a layout through pg_dump (superusers)';
 
 CREATE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
@@ -167,7 +167,7 @@ BEGIN
             USING ERRCODE = 'duplicate_object',
                   DETAIL = 'A layout cannot be redefined: IDs already issued depend on its definition.';
     END;
-    PERFORM @extschema@.shardid_anchor_layout(name);
+    PERFORM @extschema@.shardid_make_carrier(name);
 END $$;
 REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM PUBLIC;
 COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) IS

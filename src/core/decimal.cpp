@@ -9,7 +9,7 @@ bool decimal_decode(int64_t id, DecimalParts* out, Status* status)
                                (long long)id);
         return false;
     }
-    const int64_t counter = id / 10000000000;
+    const int64_t counter = id / decimal_counter_scale;
     if (counter == 0 || counter > decimal_counter_max) {
         *status = Status::fail(Error::invalid_parameter, "%lld is not a decimal id", (long long)id)
                       .with_detail("Its counter (the digits above the last ten) is %lld; decimal id counters run "
@@ -18,8 +18,8 @@ bool decimal_decode(int64_t id, DecimalParts* out, Status* status)
         return false;
     }
     out->counter = counter;
-    out->generator_id = int32_t((id / 100000) % 100000);
-    out->launch_id = int32_t(id % 100000);
+    out->generator_id = int32_t((id / decimal_field) % decimal_field);
+    out->launch_id = int32_t(id % decimal_field);
     return true;
 }
 

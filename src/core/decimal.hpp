@@ -11,9 +11,14 @@
 
 namespace shardid {
 
-constexpr int64_t decimal_counter_max = 922337202;
-constexpr int64_t decimal_generator_max = 99999;
-constexpr int64_t decimal_launch_max = 99999;
+// Each of generator_id and launch_id takes five decimal digits.
+constexpr int64_t decimal_field = 100000;
+constexpr int64_t decimal_generator_max = decimal_field - 1;  // the SQL sequence's MAXVALUE repeats it (sql/counters.sql compares)
+constexpr int64_t decimal_launch_max = decimal_field - 1;     // shardid.launch_id's maximum
+constexpr int64_t decimal_counter_scale = decimal_field * decimal_field;
+// The largest counter whose IDs fit a bigint.
+constexpr int64_t decimal_counter_max = (INT64_MAX - decimal_generator_max * decimal_field - decimal_launch_max) / decimal_counter_scale;
+static_assert(decimal_counter_max == 922337202, "SPEC 2.2's counter range");
 
 struct DecimalParts {
     int64_t counter;
@@ -23,7 +28,7 @@ struct DecimalParts {
 
 constexpr int64_t decimal_compose(int64_t counter, int64_t generator_id, int64_t launch_id)
 {
-    return counter * 10000000000 + generator_id * 100000 + launch_id;
+    return counter * decimal_counter_scale + generator_id * decimal_field + launch_id;
 }
 
 bool decimal_decode(int64_t id, DecimalParts* out, Status* status);

@@ -21,6 +21,17 @@ struct Fields {
     uint64_t sequence;
 };
 
+// Every ID is a positive bigint: at most 63 bits, bit 63 always 0.
+constexpr unsigned max_id_bits = 63;
+// A field width a layout may have, before the rules of Layout::validate().
+constexpr bool field_width_fits(long long bits) { return bits >= 0 && bits <= max_id_bits; }
+
+// Division rounding toward minus infinity (times before 1970, or before an
+// epoch, fall into the tick or second that contains them).
+constexpr int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// The matching remainder, in 0..b-1.
+constexpr int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
+
 struct Layout {
     const char* name;         // for messages: "trace id", "snowflake", ...
     int64_t epoch_ms;         // Unix milliseconds of tick 0
@@ -30,6 +41,17 @@ struct Layout {
     uint8_t sequence_bits;
     bool wraps;               // time field holds tick modulo 2^time_bits
     uint8_t sequence_first;   // first sequence value of a tick (0, or 1 for TraceId)
+
+    // Named construction, for presets and tests (C++17 has no designated
+    // initializers): Layout::named("x").epoch(e).unit(1).time(41).shard(10).sequence(12).
+    static constexpr Layout named(const char* n) { return Layout{n, 0, 1, 0, 0, 0, false, 0}; }
+    constexpr Layout epoch(int64_t ms) const { Layout l = *this; l.epoch_ms = ms; return l; }
+    constexpr Layout unit(int64_t ms) const { Layout l = *this; l.unit_ms = ms; return l; }
+    constexpr Layout time(unsigned bits) const { Layout l = *this; l.time_bits = uint8_t(bits); return l; }
+    constexpr Layout shard(unsigned bits) const { Layout l = *this; l.shard_bits = uint8_t(bits); return l; }
+    constexpr Layout sequence(unsigned bits) const { Layout l = *this; l.sequence_bits = uint8_t(bits); return l; }
+    constexpr Layout wrapping() const { Layout l = *this; l.wraps = true; return l; }
+    constexpr Layout first_sequence(unsigned first) const { Layout l = *this; l.sequence_first = uint8_t(first); return l; }
 
     static constexpr uint64_t mask(unsigned bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
 
@@ -66,7 +88,7 @@ struct Layout {
                 return d / 1000;
             return d / unit_ms;
         }
-        return -((-d + unit_ms - 1) / unit_ms);
+        return floor_div(d, unit_ms);
     }
     constexpr int64_t ms_of_tick(int64_t tick) const { return epoch_ms + tick * unit_ms; }
 

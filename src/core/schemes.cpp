@@ -12,7 +12,7 @@ Status Layout::validate() const
     if (time_bits < 1 || sequence_bits < 1)
         return Status::fail(Error::invalid_parameter, "layout \"%s\" needs at least 1 time bit and 1 sequence bit",
                             name);
-    if (total_bits() > 63)
+    if (total_bits() > max_id_bits)
         return Status::fail(Error::invalid_parameter, "layout \"%s\" has %u bits, more than the 63 of a positive bigint",
                             name, total_bits())
             .with_detail("time_bits + shard_bits + sequence_bits must be at most 63.");
@@ -57,6 +57,16 @@ const Layout* find_preset(const char* name, size_t len)
     return nullptr;
 }
 
+bool reserved_layout_name(const char* name, size_t len)
+{
+    if (find_preset(name, len) != nullptr)
+        return true;
+    for (const char* r : reserved_layout_names)
+        if (std::strlen(r) == len && std::memcmp(r, name, len) == 0)
+            return true;
+    return false;
+}
+
 bool layout_decode(const Layout& layout, int64_t id, Decoded* out, Status* status)
 {
     if (id <= 0) {
@@ -64,7 +74,7 @@ bool layout_decode(const Layout& layout, int64_t id, Decoded* out, Status* statu
                                (long long)id);
         return false;
     }
-    if (layout.total_bits() < 63 && (uint64_t(id) >> layout.total_bits()) != 0) {
+    if (layout.total_bits() < max_id_bits && (uint64_t(id) >> layout.total_bits()) != 0) {
         *status = Status::fail(Error::invalid_parameter, "%lld is not a %s id", (long long)id, layout.name)
                       .with_detail("It has bits set above the layout's %u bits.", layout.total_bits());
         return false;
@@ -156,15 +166,14 @@ void trace_range_ids(bool has_lower, int64_t lower_ms, bool has_upper, int64_t u
     *max_id = INT64_MAX;
     if (!has_lower || !has_upper)
         return;
-    const int64_t lower_s = lower_ms >= 0 ? lower_ms / 1000 : -((-lower_ms + 999) / 1000);
-    const int64_t upper_s = upper_ms >= 0 ? upper_ms / 1000 : -((-upper_ms + 999) / 1000);
-    const int64_t period = int64_t(trace_layout.time_max()) + 1;
+    const int64_t lower_s = floor_div(lower_ms, 1000);
+    const int64_t upper_s = floor_div(upper_ms, 1000);
     if (upper_s < lower_s) {
         *min_id = 1, *max_id = 0;
         return;
     }
     const uint64_t lo = uint64_t(lower_s) & trace_layout.time_max(), hi = uint64_t(upper_s) & trace_layout.time_max();
-    if (upper_s - lower_s >= period || lo > hi)
+    if (upper_s - lower_s >= trace_period_s || lo > hi)
         return;  // crosses a wrap: no single ID range
     *min_id = int64_t(trace_layout.compose(lo, 0, 1));
     *max_id = int64_t(trace_layout.compose(hi, trace_layout.shard_max(), trace_layout.sequence_max()));
@@ -190,12 +199,8 @@ bool trace_decode(int64_t id, int64_t near_unix_s, TraceParts* out, Status* stat
         *status = Status::fail(Error::out_of_range, "reference time is out of range for decoding a trace id");
         return false;
     }
-    const int64_t period = int64_t(1) << trace_layout.time_bits;
-    const int64_t limit = near_unix_s + 86400;
-    int64_t back = (limit - int64_t(f.tick)) % period;
-    if (back < 0)
-        back += period;
-    out->unix_s = limit - back;
+    const int64_t limit = near_unix_s + trace_near_slack_s;
+    out->unix_s = limit - floor_mod(limit - int64_t(f.tick), trace_period_s);
     out->node_no = uint32_t(f.shard);
     out->counter = uint32_t(f.sequence);
     return true;

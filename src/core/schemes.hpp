@@ -11,7 +11,13 @@ namespace shardid {
 
 // TraceId (SPEC 2.1): 25-bit Unix seconds (wrapping about every 388 days),
 // 16-bit node number, 22-bit counter starting at 1 in every second.
-inline constexpr Layout trace_layout{"TraceId", 0, 1000, 25, 16, 22, true, 1};
+inline constexpr Layout trace_layout =
+    Layout::named("TraceId").epoch(0).unit(1000).time(25).shard(16).sequence(22).wrapping().first_sequence(1);
+// A TraceId's time repeats every 2^25 s; it is read as the latest second
+// with those low bits not after a reference time plus a day (the slack lets
+// IDs of a clock slightly ahead decode near now()).
+inline constexpr int64_t trace_period_s = int64_t(1) << trace_layout.time_bits;
+inline constexpr int64_t trace_near_slack_s = 86400;
 
 // Snowflake-family presets (SPEC 2.3, 2.4): time | shard | sequence, time in
 // milliseconds since each system's epoch.
@@ -22,17 +28,32 @@ inline constexpr Layout trace_layout{"TraceId", 0, 1000, 25, 16, 22, true, 1};
 //   instagram: 1314220021721 (2011-08-24 21:07:01.721 UTC), 13-bit shard,
 //              10-bit sequence; the time field is bits 62..23, i.e. 40 bits:
 //              Instagram's "41st" time bit is the sign bit, reached in 2046.
-inline constexpr Layout snowflake_layout{"snowflake", 1577836800000, 1, 41, 10, 12, false, 0};
-inline constexpr Layout twitter_layout{"twitter", 1288834974657, 1, 41, 10, 12, false, 0};
-inline constexpr Layout icicle_layout{"icicle", 1455788600316, 1, 41, 10, 12, false, 0};
-inline constexpr Layout discord_layout{"discord", 1420070400000, 1, 41, 10, 12, false, 0};
-inline constexpr Layout instagram_layout{"instagram", 1314220021721, 1, 40, 13, 10, false, 0};
+inline constexpr Layout snowflake_layout =
+    Layout::named("snowflake").epoch(1577836800000).unit(1).time(41).shard(10).sequence(12);
+inline constexpr Layout twitter_layout =
+    Layout::named("twitter").epoch(1288834974657).unit(1).time(41).shard(10).sequence(12);
+inline constexpr Layout icicle_layout =
+    Layout::named("icicle").epoch(1455788600316).unit(1).time(41).shard(10).sequence(12);
+inline constexpr Layout discord_layout =
+    Layout::named("discord").epoch(1420070400000).unit(1).time(41).shard(10).sequence(12);
+inline constexpr Layout instagram_layout =
+    Layout::named("instagram").epoch(1314220021721).unit(1).time(40).shard(13).sequence(10);
 
 inline constexpr const Layout* presets[] = {&snowflake_layout, &twitter_layout, &icicle_layout, &discord_layout,
                                             &instagram_layout};
 
 // The preset of that name, or nullptr.
 const Layout* find_preset(const char* name, size_t len);
+
+// Names kept for presets of later versions: create_layout() refuses them,
+// so a preset added later never shadows a user's layout (presets are looked
+// up first). A version that turns one of these into a preset also checks,
+// in its upgrade script, for a layout of that name made before 1.2, when
+// the names were not reserved.
+inline constexpr const char* reserved_layout_names[] = {"uuidv7", "sonyflake", "tsid", "ulid", "mastodon",
+                                                       "trace_id", "decimal_id", "eightbyte", "call_number"};
+// A preset's name, or one kept for later presets.
+bool reserved_layout_name(const char* name, size_t len);
 
 // The rule for the names of user layouts and keys: 1 to 63 characters,
 // lowercase letters, digits and '_' (the SQL CHECK of the key ring repeats

@@ -114,7 +114,7 @@ LayoutEntry* find_user_entry(const char* name, int len)
     return nullptr;
 }
 
-constexpr const char* anchor_format = "SELECT 'shardid layout v1: name=%s epoch_ms=%lld unit_ms=%lld time_bits=%d "
+constexpr const char* carrier_format = "SELECT 'shardid layout v1: name=%s epoch_ms=%lld unit_ms=%lld time_bits=%d "
                                      "shard_bits=%d sequence_bits=%d'::text";
 
 // The schema of the layout carriers, if it is there and a superuser's.
@@ -136,8 +136,8 @@ Oid carrier_schema()
 // schema, before the catalog's rows (see shardid--1.1--1.2.sql). Only a SQL
 // function of that name in the superuser-owned schema shardid_carrier,
 // itself owned by a superuser, counts; its body is the one
-// shardid_layout_anchor_body() wrote, read and never run.
-bool anchored_layout(const char* name, Layout* out)
+// shardid_carrier_body() wrote, read and never run.
+bool carried_layout(const char* name, Layout* out)
 {
     if (!valid_name(name, strlen(name)))
         return false;
@@ -146,7 +146,7 @@ bool anchored_layout(const char* name, Layout* out)
         return false;
     // Looked up in the catalog directly, as shardid's own reading: the
     // caller needs no privilege on the schema (nothing is run).
-    char* fname = layout_anchor_name(name);
+    char* fname = carrier_name(name);
     oidvector* no_args = buildoidvector(nullptr, 0);
     HeapTuple tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(fname), PointerGetDatum(no_args),
                                     ObjectIdGetDatum(nsp));
@@ -166,13 +166,13 @@ bool anchored_layout(const char* name, Layout* out)
     long long epoch_ms = 0, unit_ms = 0;
     int time_bits = 0, shard_bits = 0, sequence_bits = 0;
     if (usable) {
-        // The body must be exactly what layout_anchor_body() writes for this
+        // The body must be exactly what carrier_body() writes for this
         // name: read its numbers with the same format (the name put in place
         // of its %s; names have no '%'), then write it again and compare.
-        const int name_at = int(strstr(anchor_format, "%s") - anchor_format);
-        const char* scan = psprintf("%.*s%s%s", name_at, anchor_format, name, anchor_format + name_at + 2);
+        const int name_at = int(strstr(carrier_format, "%s") - carrier_format);
+        const char* scan = psprintf("%.*s%s%s", name_at, carrier_format, name, carrier_format + name_at + 2);
         usable = sscanf(body, scan, &epoch_ms, &unit_ms, &time_bits, &shard_bits, &sequence_bits) == 5;
-        usable = usable && strcmp(psprintf(anchor_format, name, epoch_ms, unit_ms, time_bits, shard_bits,
+        usable = usable && strcmp(psprintf(carrier_format, name, epoch_ms, unit_ms, time_bits, shard_bits,
                                            sequence_bits),
                                   body) == 0;
     }
@@ -183,8 +183,8 @@ bool anchored_layout(const char* name, Layout* out)
                         errhint("Restore the layout catalog (shardid_user_layout) from the dump.")));
     *out = user_shape(epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits).layout(name);
     Status status;
-    if (time_bits < 0 || time_bits > 63 || shard_bits < 0 || shard_bits > 63 || sequence_bits < 0 ||
-        sequence_bits > 63 || !guarded(status, [&] {
+    if (!field_width_fits(time_bits) || !field_width_fits(shard_bits) || !field_width_fits(sequence_bits) ||
+        !guarded(status, [&] {
             status = out->validate();
             return status.ok();
         }))
@@ -222,7 +222,7 @@ LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
                              DatumGetInt16(row_value(t, row, "time_bits")),
                              DatumGetInt16(row_value(t, row, "shard_bits")),
                              DatumGetInt16(row_value(t, row, "sequence_bits")));
-    } else if (!anchored_layout(name_z, &layout)) {
+    } else if (!carried_layout(name_z, &layout)) {
         return nullptr;
     } else {
         carried = true;
@@ -280,9 +280,9 @@ Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, in
                         errmsg("time_unit must be a whole number of milliseconds, at least 1 ms")));
     const int32 bits[3] = {time_bits, shard_bits, sequence_bits};
     for (int32 b : bits)
-        if (b < 0 || b > 63)
+        if (!field_width_fits(b))
             ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("bit widths must be between 0 and 63, not %d", b)));
+                            errmsg("bit widths must be between 0 and %u, not %d", max_id_bits, b)));
     const Layout layout = user_shape(epoch_ms, unit_us / 1000, time_bits, shard_bits, sequence_bits).layout(name);
     Status status;
     if (!guarded(status, [&] {
@@ -293,13 +293,13 @@ Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, in
     return layout;
 }
 
-char* layout_anchor_body(const Layout& layout)
+char* carrier_body(const Layout& layout)
 {
-    return psprintf(anchor_format, layout.name, (long long)layout.epoch_ms, (long long)layout.unit_ms,
+    return psprintf(carrier_format, layout.name, (long long)layout.epoch_ms, (long long)layout.unit_ms,
                     int(layout.time_bits), int(layout.shard_bits), int(layout.sequence_bits));
 }
 
-char* layout_anchor_name(const char* name)
+char* carrier_name(const char* name)
 {
     constexpr const char* prefix = "shardid_layout$";
     const size_t len = strlen(name);

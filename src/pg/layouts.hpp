@@ -29,10 +29,10 @@ Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, in
 
 // The SQL body of a layout's "shardid_layout$<name>"() function, which
 // carries its definition through pg_dump ahead of the catalog's rows.
-char* layout_anchor_body(const Layout& layout);
+char* carrier_body(const Layout& layout);
 // That function's name: "shardid_layout$<name>", or for names too long for
 // an identifier, their first 24 characters and a hash of the whole.
-char* layout_anchor_name(const char* name);
+char* carrier_name(const char* name);
 
 // The entry of a compiled-in preset.
 LayoutEntry& preset_entry(const Layout& preset);

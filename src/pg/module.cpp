@@ -5,6 +5,8 @@ extern "C" {
 #include "utils/guc.h"
 }
 
+#include "core/decimal.hpp"
+#include "core/eightbyte.hpp"
 #include "core/schemes.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
@@ -65,10 +67,14 @@ void _PG_init(void)
                             "Testing aid: milliseconds added to the wall clock this backend reads.",
                             "Negative values simulate a clock that stepped back. Leave at 0 in production.",
                             &clock_offset_ms, 0, INT_MIN, INT_MAX, PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
-    DefineCustomIntVariable("shardid.launch_id", "DecimalId launch id of this deployment (1..99999; 0 for tests).",
-                            "-1 means unset: next_decimal_id() then fails.", &launch_id, -1, -1, 99999, PGC_SUSET, 0,
-                            NULL, NULL, NULL);
-    DefineCustomIntVariable("shardid.cluster_id", "Cluster id in eight-byte ids (0..15).", NULL, &cluster_id, 0, 0, 15,
+    // The ranges come from the core (the descriptions live as long as the GUCs).
+    static char launch_desc[80], cluster_desc[80];
+    snprintf(launch_desc, sizeof launch_desc, "DecimalId launch id of this deployment (1..%lld; 0 for tests).",
+             (long long)shardid::decimal_launch_max);
+    snprintf(cluster_desc, sizeof cluster_desc, "Cluster id in eight-byte ids (0..%u).", unsigned(shardid::eight_cluster_max));
+    DefineCustomIntVariable("shardid.launch_id", launch_desc, "-1 means unset: next_decimal_id() then fails.",
+                            &launch_id, -1, -1, int(shardid::decimal_launch_max), PGC_SUSET, 0, NULL, NULL, NULL);
+    DefineCustomIntVariable("shardid.cluster_id", cluster_desc, NULL, &cluster_id, 0, 0, int(shardid::eight_cluster_max),
                             PGC_SUSET, 0, NULL, NULL, NULL);
     DefineCustomStringVariable("shardid.call_number_key",
                                "Name of the key-ring key from which the call-number bit shuffle is derived.",

@@ -12,7 +12,7 @@
 #include "core/decimal.hpp"
 #include "core/engine.hpp"
 #include "core/layout.hpp"
-#include "pg/hwm.hpp"
+#include "pg/state_file.hpp"
 #include "pg/pg.hpp"
 
 extern "C" {

@@ -1,5 +1,7 @@
 #include "pg/timeconv.hpp"
 
+#include "core/layout.hpp"
+
 extern "C" {
 #include "common/int.h"
 }
@@ -12,7 +14,7 @@ int64 unix_ms_of(TimestampTz ts, const char* argument)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%s must be a finite timestamp", argument)));
     // Milliseconds first: ts + unix_epoch_in_pg_us would overflow near the
     // end of timestamptz's range (year 294276).
-    const int64 pg_ms = ts >= 0 ? ts / 1000 : -((-ts + 999) / 1000);
+    const int64 pg_ms = floor_div(ts, 1000);
     return pg_ms + unix_epoch_in_pg_us / 1000;
 }
 

@@ -150,8 +150,7 @@ extern "C" Datum shardid_trace_id_created_within(PG_FUNCTION_ARGS)
     if (p.empty)
         PG_RETURN_BOOL(false);
     const int64 near_ms = p.has_upper ? p.upper_ms : unix_ms_of(GetCurrentTransactionStartTimestamp(), "now");
-    const int64 window_ms = (int64(1) << trace_layout.time_bits) * 1000;
-    const int64 window_start_ms = near_ms + 86400 * int64(1000) - window_ms;
+    const int64 window_start_ms = near_ms + (trace_near_slack_s - trace_period_s) * 1000;
     if (!p.has_lower || p.lower_ms < window_start_ms)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("period reaches back further than a trace id's time can tell"),
@@ -162,7 +161,7 @@ extern "C" Datum shardid_trace_id_created_within(PG_FUNCTION_ARGS)
                         errhint("Query a shorter period, or keep the creation time in a column of its own.")));
     TraceParts parts{};
     Status status;
-    if (!trace_decode(id, near_ms / 1000, &parts, &status))
+    if (!trace_decode(id, floor_div(near_ms, 1000), &parts, &status))
         PG_RETURN_BOOL(false);
     const Datum created = TimestampTzGetDatum(timestamptz_of_unix_ms(parts.unix_s * 1000));
     PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, created));

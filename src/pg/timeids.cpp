@@ -35,8 +35,8 @@ PG_FUNCTION_INFO_V1(shardid_instagram_min_id);
 PG_FUNCTION_INFO_V1(shardid_check_layout);
 PG_FUNCTION_INFO_V1(shardid_presets);
 PG_FUNCTION_INFO_V1(shardid_layout_ends_at);
-PG_FUNCTION_INFO_V1(shardid_layout_anchor_body);
-PG_FUNCTION_INFO_V1(shardid_layout_anchor_name);
+PG_FUNCTION_INFO_V1(shardid_carrier_body);
+PG_FUNCTION_INFO_V1(shardid_carrier_name);
 }
 
 namespace {
@@ -174,6 +174,10 @@ extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
     if (find_preset(name, size_t(len)) != nullptr)
         ereport(ERROR, (errcode(ERRCODE_DUPLICATE_OBJECT), errmsg("layout \"%.*s\" already exists", len, name),
                         errdetail("It is one of shardid's built-in layouts.")));
+    if (reserved_layout_name(name, size_t(len)))
+        ereport(ERROR, (errcode(ERRCODE_RESERVED_NAME), errmsg("layout name \"%.*s\" is reserved", len, name),
+                        errdetail("It is kept for a built-in layout of a later shardid version."),
+                        errhint("Choose another name.")));
 
     char name_z[64];
     memcpy(name_z, name, len);
@@ -224,14 +228,14 @@ const char* layout_name_arg(FunctionCallInfo fcinfo, int argno)
 }
 }  // namespace
 
-extern "C" Datum shardid_layout_anchor_body(PG_FUNCTION_ARGS)
+extern "C" Datum shardid_carrier_body(PG_FUNCTION_ARGS)
 {
     const Layout layout = user_layout(layout_name_arg(fcinfo, 0), PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_INTERVAL_P(2),
                                       PG_GETARG_INT32(3), PG_GETARG_INT32(4), PG_GETARG_INT32(5));
-    PG_RETURN_TEXT_P(cstring_to_text(layout_anchor_body(layout)));
+    PG_RETURN_TEXT_P(cstring_to_text(carrier_body(layout)));
 }
 
-extern "C" Datum shardid_layout_anchor_name(PG_FUNCTION_ARGS)
+extern "C" Datum shardid_carrier_name(PG_FUNCTION_ARGS)
 {
-    PG_RETURN_TEXT_P(cstring_to_text(layout_anchor_name(layout_name_arg(fcinfo, 0))));
+    PG_RETURN_TEXT_P(cstring_to_text(carrier_name(layout_name_arg(fcinfo, 0))));
 }

@@ -24,7 +24,7 @@ SlotState* trace_slot = nullptr;
 TraceParts decode_args(FunctionCallInfo fcinfo)
 {
     const int64 id = PG_GETARG_INT64(0);
-    const int64 near_unix_s = unix_ms_of(PG_GETARG_TIMESTAMPTZ(1), "near") / 1000;
+    const int64 near_unix_s = floor_div(unix_ms_of(PG_GETARG_TIMESTAMPTZ(1), "near"), 1000);
     TraceParts parts{};
     Status status;
     if (!guarded(status, [&] { return trace_decode(id, near_unix_s, &parts, &status); }))

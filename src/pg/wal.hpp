@@ -9,7 +9,7 @@
 // ID the old primary issued whose WAL it received.
 #pragma once
 
-#include "pg/hwm.hpp"
+#include "pg/state_file.hpp"
 #include "pg/pg.hpp"
 
 namespace shardid::pg {

@@ -76,9 +76,13 @@ void fuzz_presets(Input& in)
 
 void fuzz_layout(Input& in)
 {
-    Layout l{"fuzzed", in.take<int64_t>() % (int64_t(1) << 45), 1 + int64_t(in.take<uint32_t>() % 86400000),
-             uint8_t(in.take<uint8_t>() % 64), uint8_t(in.take<uint8_t>() % 64), uint8_t(in.take<uint8_t>() % 64),
-             false, 0};
+    const int64_t epoch_ms = in.take<int64_t>() % (int64_t(1) << 45);
+    const int64_t unit_ms = 1 + int64_t(in.take<uint32_t>() % 86400000);
+    const unsigned time_bits = in.take<uint8_t>() % 64;
+    const unsigned shard_bits = in.take<uint8_t>() % 64;
+    const unsigned sequence_bits = in.take<uint8_t>() % 64;
+    const Layout l =
+        Layout::named("fuzzed").epoch(epoch_ms).unit(unit_ms).time(time_bits).shard(shard_bits).sequence(sequence_bits);
     if (!l.validate().ok())
         return;
     const int64_t ms = in.take<int64_t>();
@@ -116,7 +120,7 @@ struct FuzzClock {
 
 void fuzz_engine(Input& in)
 {
-    constexpr Layout small{"small", 0, 1, 44, 2, 2, false, 0};
+    constexpr Layout small = Layout::named("small").epoch(0).unit(1).time(44).shard(2).sequence(2);
     SlotState slot{};
     resume_above(small, slot, in.take<uint32_t>());
     FuzzClock clock{int64_t(in.take<uint32_t>()), &in};

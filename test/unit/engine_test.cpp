@@ -10,29 +10,15 @@
 #include "core/clock.hpp"
 #include "core/engine.hpp"
 #include "core/schemes.hpp"
+#include "fake_clock.hpp"
 
 using namespace shardid;
 
 namespace {
 
-// A clock the test moves by hand; waiting moves it forward.
-struct FakeClock {
-    std::atomic<int64_t> ms{0};
-    int pauses = 0;
-    int64_t now_ms() const { return ms.load(); }
-    bool give_up = false;  // pause() refuses: as an interrupted backend's clock does
-    bool pause(int64_t ms_left)
-    {
-        pauses++;
-        if (give_up)
-            return false;
-        ms += std::max<int64_t>(1, ms_left);
-        return true;
-    }
-};
 
 // A small millisecond layout whose sequence runs out quickly.
-constexpr Layout tiny{"tiny", 1000, 1, 20, 4, 3, false, 0};
+constexpr Layout tiny = Layout::named("tiny").epoch(1000).unit(1).time(20).shard(4).sequence(3);
 
 constexpr int64_t day_ms = 86400000;
 constexpr int64_t t0_ms = 1795000000000;  // 2026-11-18
@@ -76,7 +62,7 @@ TEST(Layout, TraceIdTimeFieldWraps)
 
 TEST(Layout, TickOfUsesFloorDivision)
 {
-    constexpr Layout secs{"secs", 1000, 1000, 30, 1, 1, false, 0};
+    constexpr Layout secs = Layout::named("secs").epoch(1000).unit(1000).time(30).shard(1).sequence(1);
     EXPECT_EQ(secs.tick_of(1000), 0);
     EXPECT_EQ(secs.tick_of(1999), 0);
     EXPECT_EQ(secs.tick_of(2000), 1);
@@ -263,7 +249,7 @@ TEST_F(Engine, ClockBeforeEpochIsAnError)
 
 TEST_F(Engine, NonWrappingLayoutRunsOutOfTime)
 {
-    constexpr Layout brief{"brief", 0, 1, 4, 0, 2, false, 0};  // ticks 0..15
+    constexpr Layout brief = Layout::named("brief").epoch(0).unit(1).time(4).shard(0).sequence(2);  // ticks 0..15
     clock.ms = 15;
     next(brief, 0);
     clock.ms = 16;
@@ -346,7 +332,7 @@ TEST(EngineThreads, ContendingThreadsNeverCollide)
             return true;
         }
     };
-    constexpr Layout busy{"busy", 0, 1, 44, 4, 10, false, 0};  // 1,024 per ms: waits happen
+    constexpr Layout busy = Layout::named("busy").epoch(0).unit(1).time(44).shard(4).sequence(10);  // 1,024 per ms: waits happen
     constexpr int threads = 4, per_thread = 50000;
     std::vector<std::vector<uint64_t>> out(threads);
     std::vector<std::thread> pool;

@@ -136,7 +136,7 @@ TEST(Layouts, DecodeRejectsImpossibleIds)
     EXPECT_FALSE(layout_decode(snowflake_layout, 0, &d, &st));
     EXPECT_EQ(st.error, Error::out_of_range);
     EXPECT_FALSE(layout_decode(snowflake_layout, -1, &d, &st));
-    constexpr Layout js{"js", 0, 1, 41, 4, 8, false, 0};  // 53 bits
+    constexpr Layout js = Layout::named("js").epoch(0).unit(1).time(41).shard(4).sequence(8);  // 53 bits
     EXPECT_TRUE(layout_decode(js, (int64_t(1) << 53) - 1, &d, &st));
     EXPECT_FALSE(layout_decode(js, int64_t(1) << 53, &d, &st));
     EXPECT_EQ(st.error, Error::invalid_parameter);
@@ -150,7 +150,7 @@ TEST(Layouts, MinIdIsTheFirstIdOfTheTick)
     EXPECT_EQ(id, int64_t(5) << 22);
     ASSERT_TRUE(layout_min_id(snowflake_layout, 0, &id, &st));
     EXPECT_EQ(id, 0) << "before the epoch every ID qualifies";
-    constexpr Layout secs{"secs", 1000, 1000, 30, 3, 5, false, 0};
+    constexpr Layout secs = Layout::named("secs").epoch(1000).unit(1000).time(30).shard(3).sequence(5);
     ASSERT_TRUE(layout_min_id(secs, 3999, &id, &st));
     EXPECT_EQ(id, int64_t(2) << 8) << "floored to its one-second tick";
     EXPECT_FALSE(layout_min_id(secs, secs.ms_of_tick(int64_t(1) << 30), &id, &st));

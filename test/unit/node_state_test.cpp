@@ -34,7 +34,7 @@ LayoutMark mark(const char* name, const Layout& layout, uint64_t word)
     return m;
 }
 
-const Layout hourly{"hourly", 1577836800000, 3600000, 30, 4, 8, false, 0};
+const Layout hourly = Layout::named("hourly").epoch(1577836800000).unit(3600000).time(30).shard(4).sequence(8);
 
 }  // namespace
 

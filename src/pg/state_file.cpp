@@ -1,7 +1,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "pg/hwm.hpp"
+#include "pg/state_file.hpp"
 
 extern "C" {
 #include <fcntl.h>
@@ -31,15 +31,15 @@ bool node_state_parse_checked(const char* text, size_t len, NodeState* st)
     return guarded(status, [&] { return shardid::node_state_parse(text, len, st) && node_state_check(*st).ok(); });
 }
 
-HwmRead hwm_read(NodeState* st)
+StateFileRead state_file_read(NodeState* st)
 {
     *st = NodeState{};
-    const int fd = OpenTransientFile(hwm_path, O_RDONLY | PG_BINARY);
+    const int fd = OpenTransientFile(state_file_name, O_RDONLY | PG_BINARY);
     if (fd < 0) {
         if (errno == ENOENT)
-            return HwmRead::missing;
-        ereport(WARNING, (errcode_for_file_access(), errmsg("could not open \"%s\": %m", hwm_path)));
-        return HwmRead::corrupt;
+            return StateFileRead::missing;
+        ereport(WARNING, (errcode_for_file_access(), errmsg("could not open \"%s\": %m", state_file_name)));
+        return StateFileRead::corrupt;
     }
     char* buf = static_cast<char*>(palloc(node_state_max_text + 1));
     const ssize_t n = read(fd, buf, node_state_max_text + 1);
@@ -48,13 +48,13 @@ HwmRead hwm_read(NodeState* st)
     pfree(buf);
     if (!ok)
         *st = NodeState{};
-    return ok ? HwmRead::ok : HwmRead::corrupt;
+    return ok ? StateFileRead::ok : StateFileRead::corrupt;
 }
 
-void hwm_write(const NodeState& st)
+void state_file_write(const NodeState& st)
 {
     char tmp_path[64];
-    snprintf(tmp_path, sizeof tmp_path, "%s.tmp", hwm_path);
+    snprintf(tmp_path, sizeof tmp_path, "%s.tmp", state_file_name);
     StringInfoData buf;
     initStringInfo(&buf);
     node_state_format(st, &buf);
@@ -79,7 +79,7 @@ void hwm_write(const NodeState& st)
     }
     if (CloseTransientFile(fd) != 0)
         ereport(ERROR, (errcode_for_file_access(), errmsg("could not close \"%s\": %m", tmp_path)));
-    durable_rename(tmp_path, hwm_path, ERROR);
+    durable_rename(tmp_path, state_file_name, ERROR);
     pfree(buf.data);
 }
 

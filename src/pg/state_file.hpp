@@ -8,21 +8,23 @@
 
 namespace shardid::pg {
 
-constexpr const char* hwm_path = "shardid.hwm";
+// The file keeps the name it had in 1.1 (when it held the high-water mark
+// alone), so a data directory of an older release is read after an upgrade.
+constexpr const char* state_file_name = "shardid.hwm";
 
 // The state as text (the file's contents, and the WAL record's), and back;
 // parsing also checks that the engine can use every mark.
 void node_state_format(const NodeState& state, StringInfo out);
 bool node_state_parse_checked(const char* text, size_t len, NodeState* state);
 
-enum class HwmRead { missing, ok, corrupt };
+enum class StateFileRead { missing, ok, corrupt };
 
 // Reads the state; *state is left empty unless the file is there and well
 // formed. Reads the older formats (v1, a mark only; v2) too.
-HwmRead hwm_read(NodeState* state);
+StateFileRead state_file_read(NodeState* state);
 
 // Writes the state durably (temporary file, fsync, rename, fsync of the
 // directory); ereports on failure.
-void hwm_write(const NodeState& state);
+void state_file_write(const NodeState& state);
 
 }  // namespace shardid::pg

@@ -1,0 +1,113 @@
+// The node's shared struct, for the files that work on it:
+//   src/pg/shmem.cpp    the struct, attaching it, layout slots, DecimalId entries
+//   src/pg/persist.cpp  the persistence protocol: covering IDs with durable
+//                       marks (src/core/lease.hpp), counter floors, replay,
+//                       waiting for the synchronous standbys
+//   src/pg/status.cpp   shardid_status()
+//
+// Locking rules (who guards what, and in which order):
+//   - AddinShmemInitLock: attaching the struct, allocating layout slots
+//     (each slot's shape and name, then n_used) and DecimalId database entries.
+//     Held only for memory work; no other lock is taken under it. A slot is
+//     filled in under it before n_used publishes it (see Shared::n_used).
+//   - The WAL record of a node state is inserted under state_lock and
+//     flushed (and confirmed by synchronous standbys) by confirm_covered()
+//     outside any lock, before an ID it covers is returned.
+//   - state_lock (tranche "shardid"): serializes writers of the persisted
+//     node state (src/pg/state_file.hpp): lease_until_ms, generator_floor,
+//     run_floor and every slot's `persisted` word change only under it, and
+//     only after the file that covers the new value is durable. Held for
+//     memory work and that one file write; never while waiting for a
+//     heavyweight lock, and never together with AddinShmemInitLock.
+//   - Each slot's SlotState: lock-free atomics (the engine's CAS).
+//   - DecimalId: each database's counter word is an atomic; taking a new
+//     generator id is serialized by a heavyweight lock on that database's
+//     generator sequence (src/pg/counters.cpp), which the deadlock detector
+//     sees and which a cancel interrupts.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+
+#include "core/engine.hpp"
+#include "core/node_state.hpp"
+#include "pg/pg.hpp"
+#include "pg/shmem.hpp"
+
+extern "C" {
+#include "access/xlogdefs.h"
+#include "storage/lwlock.h"
+}
+
+namespace shardid::pg {
+
+struct Slot {
+    SlotState state;  // first, so it keeps the slot's 64-byte alignment
+    Shape shape;
+    char name[64];    // the layout that first claimed the slot, for shardid_status()
+    Oid database;     // the database that first claimed it (InvalidOid: restored from the node state)
+    std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none, or retired)
+    std::atomic<uint64_t> mark_lsn;   // coarse layouts: the end of the WAL record of that mark (0: none)
+};
+static_assert(offsetof(Slot, state) == 0, "a SlotState pointer is its Slot's address");
+
+struct Shared {
+    uint32_t magic;  // written last by attach_locked(), checked by every attach
+    // Slots in use: a slot is filled in under AddinShmemInitLock before it is
+    // published here (release), so a reader that loads n_used (acquire), with
+    // or without a lock, sees whole slots; shape and name never change once
+    // published.
+    std::atomic<int> n_used;
+    int tranche;
+    bool state_unreadable;               // the state file could not be read: generation refuses
+    std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
+    std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
+    std::atomic<int64_t> retired_ms;  // NodeState::retired_ms: coarse shapes without a mark resume after it
+    // Which WAL record covers an ID (see confirm_covered()): the record that
+    // set lease_until_ms (cur_lsn), and the one before it with the mark it
+    // set (prev_lsn, prev_until_ms), which still covers the ticks before
+    // that mark: the mark is renewed half a lease early, so IDs need the
+    // older, long replicated record until the newer one is half a lease old.
+    // (prev_until_ms, prev_lsn) change together under a sequence counter
+    // (odd while they change), read without a lock.
+    std::atomic<uint64_t> lease_version;
+    std::atomic<int64_t> prev_until_ms;
+    std::atomic<uint64_t> prev_lsn;
+    std::atomic<uint64_t> cur_lsn;
+    // Every record up to here is flushed and confirmed by the synchronous
+    // standbys (when the node has any): callers that need no later one do
+    // not wait.
+    std::atomic<uint64_t> confirmed_lsn;
+    int64 generator_floor;         // highest DecimalId generator id taken on this node (-1: none)
+    int64 run_floor;               // highest call-number run id taken on this node (-1: none)
+    LWLock state_lock;             // see the locking rules above
+    Slot slots[max_slots];
+    struct {
+        Oid database;
+        DecimalState state;
+    } decimal[max_decimal_databases];
+};
+
+// The attached struct (nullptr until attach_if_needed()).
+extern Shared* shared;
+
+void attach_if_needed();
+// ereports (XX001) if the state file could not be read at start-up.
+void raise_if_corrupt();
+
+// Why new_slot_locked() gave no slot.
+enum class NoSlot { none, node_full, database_full };
+// A new slot for `shape`, first claimed by `database` (InvalidOid: the
+// node state's own), resumed above what its shape may have issued. Caller
+// holds AddinShmemInitLock; nullptr when the node, or the database's share
+// of it, is full.
+Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot* why = nullptr);
+
+// Raises the retired floor to cover a mark whose tick is over.
+void retire(const Shape& shape, uint64_t word);
+
+// The state as it is persisted now (src/pg/persist.cpp). Caller holds
+// state_lock.
+NodeState persisted_state();
+
+}  // namespace shardid::pg
