@@ -3,7 +3,7 @@ EXTENSION = shardid
 MODULE_big = shardid
 # The one version truth is shardid.control's default_version; META.json
 # (PGXN), debian/changelog and the upgrade scripts carry it too, in SemVer
-# form (1.2 -> 1.2.0) where they need one, and test/version/check.sh fails
+# form (1.2 -> 1.2.0) where they need one, and test/versions/truth.sh fails
 # when they drift apart.
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\\(.*\\)'/\\1/p" $(dir $(lastword $(MAKEFILE_LIST)))shardid.control)
 DISTVERSION = $(EXTVERSION).0

@@ -8,6 +8,13 @@ export PG_CONFIG
 
 log() { printf '== %s\n' "$*" >&2; }
 
+# The suites' result lines, which scripts/test.sh counts.
+pass() { echo "PASS $*"; }
+fail() { echo "FAIL $*"; }
+check() {  # NAME EXPECTED ACTUAL
+    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi
+}
+
 # Runs a command as root (for apt-get and make install): directly when we
 # are root, else through sudo.
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }

@@ -87,7 +87,7 @@ for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/cluste
 done
 
 # --- one version truth: control file, META.json, debian/changelog, ... -----
-out=$(bash test/version/check.sh 2>&1)
+out=$(bash test/versions/truth.sh 2>&1)
 record_script "version (one truth)" "$out" $?
 
 # --- PostgreSQL 17 and 18, and the Debian package of each version ----------

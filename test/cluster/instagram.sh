@@ -43,11 +43,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pass() { echo "PASS $*"; }
-fail() { echo "FAIL $*"; }
-check() {  # NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi
-}
 say() { printf '   %s\n' "$*"; }
 
 [ -e "$faketime_lib" ] || { fail "libfaketime is missing (Debian package faketime)"; exit 1; }

@@ -40,9 +40,9 @@ kill_all() {  # kill -9 the postmaster and every child at once
     sleep 0.5
 }
 
-# check NAME: phase $phase's IDs all above every earlier phase's, no
+# check_phase NAME: phase $phase's IDs all above every earlier phase's, no
 # duplicate keys, and the latest load inserted rows.
-check() {
+check_phase() {
     local out
     out=$(q -c "SELECT
         (SELECT count(*) FROM events WHERE phase = $phase) > 0,
@@ -62,22 +62,22 @@ set_conf() { q -c "ALTER SYSTEM SET $1" >/dev/null; }
 load 2
 # 1. clean restart
 cluster_stop "$dir" fast; cluster_start "$dir" "$port"; load 2
-check "clean_restart_resumes_above"
+check_phase "clean_restart_resumes_above"
 # 2. immediate shutdown
 cluster_stop "$dir" immediate; cluster_start "$dir" "$port"; load 2
-check "immediate_shutdown_resumes_above"
+check_phase "immediate_shutdown_resumes_above"
 # 3. kill -9 of the postmaster and its children in the middle of the load
 load 4 & loader=$!
 sleep 2; kill_all; wait $loader
 cluster_start "$dir" "$port"; load 2
-check "kill_9_mid_load_resumes_above"
+check_phase "kill_9_mid_load_resumes_above"
 # 4. the same, with the wall clock a minute back after the restart
 load 4 & loader=$!
 sleep 2; kill_all; wait $loader
 { echo "shardid.clock_offset_ms = -60000"; echo "shardid.max_clock_lead = '5min'"; } \
     | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 cluster_start "$dir" "$port"; load 2
-check "kill_9_clock_back_a_minute_resumes_above"
+check_phase "kill_9_clock_back_a_minute_resumes_above"
 lead=$(q -c "SELECT min(clock_lead_ms) > 50000 FROM shardid_status")
 [ "$lead" = t ] && echo "PASS status_shows_clock_lead" || echo "FAIL status_shows_clock_lead: $lead"
 # 5. the default lead limit refuses, rather than reissuing, when the clock
@@ -100,7 +100,7 @@ rm -f "$dir/data/shardid.hwm"
 { echo "shardid.clock_offset_ms = -60000"; echo "shardid.max_clock_lead = '5min'"; } \
     | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 cluster_start "$dir" "$port"; load 1
-check "deleted_mark_file_recovered_from_wal_after_kill_9"
+check_phase "deleted_mark_file_recovered_from_wal_after_kill_9"
 # 7. negative control: without the mark in the file or in WAL
 #    (shardid.wal_log_mark off), the same restart reissues IDs below earlier
 #    ones, and the check above must notice.
@@ -113,7 +113,7 @@ rm -f "$dir/data/shardid.hwm"
 echo "shardid.clock_offset_ms = -60000" | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 cluster_start "$dir" "$port"; load 1
 mv "$dir/pgbench.$phase.log" "$dir/negative-control.log"  # may hit duplicate keys: that is its point
-if check "negative_control" | grep -q '^FAIL'; then
+if check_phase "negative_control" | grep -q '^FAIL'; then
     echo "PASS negative_control_without_high_water_mark_is_detected"
 else
     echo "FAIL negative_control_without_high_water_mark_is_detected: the check did not notice reissued IDs"

@@ -20,9 +20,6 @@ scenario_cluster 55436 "shared_preload_libraries = 'shardid'" "shardid.node_id =
     "max_connections = 30"
 q() { cluster_psql "$dir" "$port" -At "$@"; }
 qdb() { local db=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d "$db" -At "$@"; }
-check() {  # NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "PASS $1"; else echo "FAIL $1: expected '$2', got '$3'"; fi
-}
 restart() {  # fast | kill9
     if [ "$1" = kill9 ]; then
         local pm

@@ -20,9 +20,6 @@ q() { cluster_psql "$dir" "$port" -At "$@"; }
 # qt SECONDS ARGS...: q that gives up (and fails) after SECONDS, so that a
 # regression makes a test fail instead of hanging the suite.
 qt() { timeout "$1" psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres -At "${@:2}"; }
-check() {  # NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "PASS $1"; else echo "FAIL $1: expected '$2', got '$3'"; fi
-}
 # wait_for SECONDS SQL: polls until the query prints t.
 wait_for() {
     local i

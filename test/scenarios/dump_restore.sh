@@ -4,11 +4,9 @@
 # Needs SHARDID_TEST_HOST and SHARDID_TEST_PORT (a server with shardid
 # installed and shardid.node_id set). Prints PASS/FAIL lines.
 set -u
+. "$(dirname "$0")/../../scripts/lib.sh"
 export PGHOST=$SHARDID_TEST_HOST PGPORT=$SHARDID_TEST_PORT PGUSER=postgres
 q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
-check() {  # NAME EXPECTED ACTUAL
-    if [ "$2" = "$3" ]; then echo "PASS $1"; else echo "FAIL $1: expected '$2', got '$3'"; fi
-}
 dump=$(mktemp)
 trap 'rm -f "$dump"' EXIT
 

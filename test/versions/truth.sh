@@ -10,16 +10,14 @@
 #   - `make dist`: the PGXN archive's name and top directory.
 # Then a negative control: the same checks on a copy whose control file was
 # moved to another version must fail. Prints PASS/FAIL lines.
-#   bash test/version/check.sh [DIR]
+#   bash test/versions/truth.sh [DIR]
 set -u
 cd "$(dirname "$0")/../.."
+. scripts/lib.sh
 
 # checks DIR: prints PASS/FAIL lines for the tree in DIR.
 checks() {
     local dir=$1 v semver
-    check() {  # NAME EXPECTED ACTUAL
-        if [ "$2" = "$3" ]; then echo "PASS $1"; else echo "FAIL $1: expected '$2', got '$3'"; fi
-    }
     v=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$dir/shardid.control")
     check "control file names a version X.Y" 1 "$(grep -cE '^[0-9]+\.[0-9]+$' <<<"$v")"
     semver="$v.0"
