@@ -130,28 +130,20 @@ bool parse_int_line(Cursor& c, int64_t* out) { return c.space() && c.i64(out) &&
 // Lines of version 2 or 3, after the header.
 bool parse_lines(const char* p, const char* end, int version, NodeState* st)
 {
-    bool have_mark = false, have[4] = {};
+    constexpr size_t n_fields = sizeof node_state_fields / sizeof node_state_fields[0];
+    bool have[n_fields] = {};
     while (p != end) {
         const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
         if (eol == nullptr)
             return false;  // every line ends with a newline
         Cursor c{p, eol};
-        if (c.word("mark")) {
-            if (have_mark || !parse_int_line(c, &st->mark_ms))
-                return false;
-            have_mark = true;
-        } else if (c.word("generator")) {
-            if (have[0] || !parse_int_line(c, &st->generator_floor))
-                return false;
-            have[0] = true;
-        } else if (c.word("run")) {
-            if (have[1] || !parse_int_line(c, &st->run_floor))
-                return false;
-            have[1] = true;
-        } else if (version >= 3 && c.word("retired")) {
-            if (have[2] || !parse_int_line(c, &st->retired_ms))
-                return false;
-            have[2] = true;
+        size_t f = 0;
+        while (f < n_fields && !(version >= node_state_fields[f].since && c.word(node_state_fields[f].keyword)))
+            f++;
+        if (f < n_fields) {
+            if (have[f] || !parse_int_line(c, &(st->*node_state_fields[f].member)))
+                return false;  // each field once
+            have[f] = true;
         } else if (c.word(version >= 3 ? "layout" : "slot")) {
             if (st->n_marks == NodeState::max_marks || !parse_mark_line(c, &st->marks[st->n_marks], version >= 3))
                 return false;
@@ -166,7 +158,10 @@ bool parse_lines(const char* p, const char* end, int version, NodeState* st)
         }
         p = eol + 1;
     }
-    return have_mark;
+    for (size_t f = 0; f < n_fields; f++)
+        if (node_state_fields[f].required && !have[f])
+            return false;
+    return true;
 }
 
 bool parse(const char* text, size_t len, NodeState* st)
@@ -198,8 +193,10 @@ bool parse(const char* text, size_t len, NodeState* st)
 
 bool NodeState::operator==(const NodeState& o) const
 {
-    if (mark_ms != o.mark_ms || retired_ms != o.retired_ms || generator_floor != o.generator_floor ||
-        run_floor != o.run_floor || n_marks != o.n_marks)
+    for (const NodeStateField& f : node_state_fields)
+        if (this->*f.member != o.*f.member)
+            return false;
+    if (n_marks != o.n_marks)
         return false;
     for (int i = 0; i < n_marks; i++)
         if (std::strcmp(marks[i].name, o.marks[i].name) != 0 || marks[i].shape != o.marks[i].shape ||
@@ -277,10 +274,8 @@ size_t node_state_format(const NodeState& st, char* out, size_t cap)
     w.put(header_prefix);
     w.put_u64(current_version);
     w.put('\n');
-    w.line("mark", st.mark_ms);
-    w.line("retired", st.retired_ms);
-    w.line("generator", st.generator_floor);
-    w.line("run", st.run_floor);
+    for (const NodeStateField& f : node_state_fields)
+        w.line(f.keyword, st.*f.member);
     for (int i = 0; i < st.n_marks && i < NodeState::max_marks; i++) {
         const LayoutMark& m = st.marks[i];
         w.put("layout ");

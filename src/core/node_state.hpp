@@ -104,6 +104,28 @@ struct NodeState {
     bool operator==(const NodeState& o) const;
 };
 
+// The node state's scalar fields, in the order the text format writes
+// them: each is one line "keyword value". A field needs a member of
+// NodeState above (with the value a state without it has) and a row here:
+// the codec, the comparison, the WAL record's description and the fuzz
+// target's round trip all go through this table. `since` is the format
+// version that introduced the keyword (a reader of an older file does not
+// look for it); `required` fields must be present.
+struct NodeStateField {
+    const char* keyword;
+    int64_t NodeState::*member;
+    int since;
+    bool required;
+    const char* description;  // for people: "<description> <value><unit>"
+    const char* unit;
+};
+inline constexpr NodeStateField node_state_fields[] = {
+    {"mark", &NodeState::mark_ms, 2, true, "high-water mark", " (Unix ms)"},
+    {"retired", &NodeState::retired_ms, 3, false, "retired marks end by", ""},
+    {"generator", &NodeState::generator_floor, 2, false, "generator id floor", ""},
+    {"run", &NodeState::run_floor, 2, false, "run id floor", ""},
+};
+
 // The longest text a NodeState formats to.
 constexpr size_t node_state_max_text = 40000;
 

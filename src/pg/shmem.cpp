@@ -107,12 +107,6 @@ void attach()
     LWLockRelease(AddinShmemInitLock);
 }
 
-void attach_if_needed()
-{
-    if (shared == nullptr)
-        attach();
-}
-
 void request_hook()
 {
     if (prev_shmem_request_hook)

@@ -35,11 +35,9 @@ void desc(StringInfo buf, XLogReaderState* record)
         appendStringInfoString(buf, "malformed");
         return;
     }
-    appendStringInfo(buf,
-                     "high-water mark %lld (Unix ms); retired marks end by %lld; generator id floor %lld; "
-                     "run id floor %lld; %d layout marks",
-                     (long long)st.mark_ms, (long long)st.retired_ms, (long long)st.generator_floor,
-                     (long long)st.run_floor, st.n_marks);
+    for (const NodeStateField& f : node_state_fields)
+        appendStringInfo(buf, "%s %lld%s; ", f.description, (long long)(st.*f.member), f.unit);
+    appendStringInfo(buf, "%d layout marks", st.n_marks);
     for (int i = 0; i < st.n_marks; i++) {
         const LayoutMark& m = st.marks[i];
         const Layout layout = m.shape.layout(m.name);

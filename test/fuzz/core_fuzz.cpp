@@ -217,10 +217,8 @@ void fuzz_node_state(Input& in)
         }
     } else {
         parsed = NodeState{};
-        parsed.mark_ms = in.take<int64_t>();
-        parsed.retired_ms = in.take<int64_t>();
-        parsed.generator_floor = in.take<int64_t>();
-        parsed.run_floor = in.take<int64_t>();
+        for (const NodeStateField& f : node_state_fields)
+            parsed.*f.member = in.take<int64_t>();
         parsed.n_marks = in.take<uint8_t>() % 4;
         for (int i = 0; i < parsed.n_marks; i++) {
             LayoutMark& m = parsed.marks[i];

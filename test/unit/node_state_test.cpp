@@ -154,3 +154,22 @@ TEST(Names, OneRuleForLayoutAndKeyNames)
     EXPECT_FALSE(valid_name("Orders", 6));
     EXPECT_FALSE(valid_name("a\nb", 3));
 }
+
+// Every field of the table (src/core/node_state.hpp) round-trips, at its
+// extremes, alone: a field added there is covered without another edit.
+TEST(NodeState, EveryFieldOfTheTableRoundTripsAtItsExtremes)
+{
+    for (const NodeStateField& f : node_state_fields) {
+        for (int64_t v : {INT64_MIN, int64_t(-1), int64_t(0), int64_t(1795000000000), INT64_MAX}) {
+            NodeState st;
+            st.*f.member = v;
+            static char text[node_state_max_text];
+            const size_t len = node_state_format(st, text, sizeof text);
+            ASSERT_LE(len, sizeof text);
+            NodeState back;
+            ASSERT_TRUE(node_state_parse(text, len, &back)) << f.keyword;
+            EXPECT_EQ(back.*f.member, v) << f.keyword;
+            EXPECT_TRUE(back == st) << f.keyword;
+        }
+    }
+}

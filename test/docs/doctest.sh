@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The doc test: every SQL example in README.md and docs/*.md runs as shown.
+#
+# On a throwaway server configured as the README's "Configure" section says
+# (shardid preloaded, shardid.node_id = 7, shardid.launch_id = 65; timezone
+# UTC; wal_level = logical, as docs/several-nodes.md configures a writer),
+# each page gets a fresh database, and its ```sql blocks run in page order
+# in that database, each through `psql -X -q` as a user would type it.
+# A ```text block right after a ```sql block is what psql prints for it,
+# errors included (psql's row-count footer is left out). On a line of it,
+# "…" stands for any text (IDs and times that differ from run to run); a
+# line that is only "…" stands for any number of lines. A ```sql block
+# without one must run without an error. A block written
+# ```sql norun: REASON is not run (it needs other servers), and REASON must
+# name the test that runs it.
+#   bash test/docs/doctest.sh [PAGE.md ...]
+# Prints a PASS/FAIL line per block.
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/lib.sh
+
+pages=("$@")
+[ ${#pages[@]} -eq 0 ] && pages=(README.md docs/*.md)
+
+scenario_cluster 55470 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
+    "timezone = 'UTC'" "log_timezone = 'UTC'" "datestyle = 'ISO, MDY'" "lc_messages = 'C'" \
+    "wal_level = logical"  # docs/several-nodes.md: a writer's configuration
+
+# Splits a page into blocks: prints "LINE<TAB>KIND<TAB>FILE" per runnable
+# block, KIND sql, sql+text (FILE.out holds the shown output) or norun.
+split_page() {  # PAGE OUTDIR
+    python3 - "$1" "$2" <<'PY'
+import re, sys
+page, out = sys.argv[1], sys.argv[2]
+lines = open(page, encoding="utf-8").read().split("\n")
+blocks, i = [], 0
+while i < len(lines):
+    m = re.match(r"^(\s*)```(\S*)\s*(.*)$", lines[i])
+    if not m:
+        i += 1
+        continue
+    indent, lang, info = m.group(1), m.group(2), m.group(3)
+    start, body, i = i + 1, [], i + 1
+    while i < len(lines) and not re.match(r"^\s*```\s*$", lines[i]):
+        body.append(lines[i][len(indent):] if lines[i].startswith(indent) else lines[i].lstrip())
+        i += 1
+    blocks.append((start, lang, info, body))
+    i += 1
+n = 0
+for k, (start, lang, info, body) in enumerate(blocks):
+    if lang != "sql":
+        continue
+    if info.startswith("norun"):
+        print(f"{start}\tnorun\t{info}")
+        continue
+    n += 1
+    name = f"{out}/{n:03d}"
+    open(name + ".sql", "w").write("\n".join(body) + "\n")
+    kind = "sql"
+    if k + 1 < len(blocks) and blocks[k + 1][1] == "text":
+        # only blank lines between the two blocks
+        nxt = blocks[k + 1][0]
+        end = start + len(body)
+        if all(not l.strip() for l in lines[end + 1:nxt - 1]):
+            open(name + ".out", "w").write("\n".join(blocks[k + 1][3]) + "\n")
+            kind = "sql+text"
+    print(f"{start}\t{kind}\t{name}")
+PY
+}
+
+# Does the actual output match the shown one ("…" matches any text)?
+matches() {  # SHOWN ACTUAL
+    python3 - "$1" "$2" <<'PY'
+import re, sys
+def norm(path):
+    ls = [l.rstrip() for l in open(path, encoding="utf-8").read().split("\n")]
+    while ls and not ls[-1]:
+        ls.pop()
+    return ls
+shown, actual = norm(sys.argv[1]), norm(sys.argv[2])
+pattern = "".join("(?:[^\n]*\n)*" if l == "…" else "[^\n]*".join(re.escape(p) for p in l.split("…")) + "\n"
+                  for l in shown)
+ok = re.fullmatch(pattern, "".join(l + "\n" for l in actual)) is not None
+sys.exit(0 if ok else 1)
+PY
+}
+
+for page in "${pages[@]}"; do
+    [ -f "$page" ] || { fail "doc page $page is missing"; continue; }
+    work=$(mktemp -d)
+    db="doc_$(basename "$page" .md | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '_')"
+    cluster_psql "$dir" "$port" -c "CREATE DATABASE $db" >/dev/null
+    while IFS=$'\t' read -r line kind file; do
+        where="$page:$line"
+        if [ "$kind" = norun ]; then
+            if grep -qE 'norun: .*(test/|sql/)' <<<"$file"; then
+                pass "doc $where is not run here; ${file#norun: }"
+            else
+                fail "doc $where: a norun block must say which test runs it"
+            fi
+            continue
+        fi
+        actual="$work/actual"
+        PGOPTIONS= stdbuf -oL "$PG_BIN/psql" -X -q -P pager=off -P footer=off -h "$dir" -p "$port" -U postgres -d "$db" \
+            <"$file.sql" 2>&1 | sed -E 's/^psql:<stdin>:[0-9]+: //' >"$actual"
+        if [ "$kind" = "sql+text" ]; then
+            if matches "$file.out" "$actual"; then
+                pass "doc $where"
+            else
+                fail "doc $where: psql prints something else than the page shows"
+                diff "$file.out" "$actual" | head -20 | sed 's/^/    /'
+            fi
+        elif grep -qE '^(ERROR|FATAL|WARNING):|^psql: error' "$actual"; then
+            fail "doc $where: the example fails"
+            head -5 "$actual" | sed 's/^/    /'
+        else
+            pass "doc $where"
+        fi
+    done < <(split_page "$page" "$work")
+    rm -rf "$work"
+done
