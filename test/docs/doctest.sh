@@ -85,8 +85,23 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+# Links between the pages lead to files that exist.
+links_ok() {  # PAGE: prints the broken relative links
+    python3 - "$1" <<'PY'
+import os, re, sys
+page = sys.argv[1]
+text = re.sub(r"```.*?```", "", open(page, encoding="utf-8").read(), flags=re.S)
+for target in re.findall(r"\]\(([^)\s]+)\)", text):
+    path = target.split("#")[0]
+    if path and not re.match(r"[a-z]+:", path) and not os.path.exists(os.path.join(os.path.dirname(page), path)):
+        print(target)
+PY
+}
+
 for page in "${pages[@]}"; do
     [ -f "$page" ] || { fail "doc page $page is missing"; continue; }
+    broken=$(links_ok "$page")
+    if [ -z "$broken" ]; then pass "doc $page: its links lead to files that exist"; else fail "doc $page: broken links: $broken"; fi
     work=$(mktemp -d)
     db="doc_$(basename "$page" .md | tr 'A-Z' 'a-z' | tr -c 'a-z0-9\n' '_')"
     cluster_psql "$dir" "$port" -c "CREATE DATABASE $db" >/dev/null
