@@ -1,4 +1,4 @@
-// A layout: how a "time | shard | sequence" ID is cut into bits.
+// Layouts and their shapes: how a "time | shard | sequence" ID is cut into bits.
 //
 //   bit 63 | time_bits | shard_bits | sequence_bits      (most significant first)
 //   0      | tick      | shard      | sequence
@@ -32,26 +32,24 @@ constexpr int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-
 // The matching remainder, in 0..b-1.
 constexpr int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) * b; }
 
-struct Layout {
-    const char* name;         // for messages: "trace id", "snowflake", ...
-    int64_t epoch_ms;         // Unix milliseconds of tick 0
-    int64_t unit_ms;          // length of one tick, >= 1
-    uint8_t time_bits;
-    uint8_t shard_bits;
-    uint8_t sequence_bits;
-    bool wraps;               // time field holds tick modulo 2^time_bits
-    uint8_t sequence_first;   // first sequence value of a tick (0, or 1 for TraceId)
+// A layout's shape: the epoch, the tick length and the three widths, with
+// all the arithmetic on them. Two layouts of the same shape share node state
+// (the name is for people only); shapes live in shared memory and in the
+// persisted node state (src/core/node_state.hpp), so they hold no pointer.
+struct Layout;
+struct Shape {
+    int64_t epoch_ms = 0;        // Unix milliseconds of tick 0
+    int64_t unit_ms = 1;         // length of one tick, >= 1
+    uint8_t time_bits = 0;
+    uint8_t shard_bits = 0;
+    uint8_t sequence_bits = 0;
+    bool wraps = false;          // time field holds tick modulo 2^time_bits
+    uint8_t sequence_first = 0;  // first sequence value of a tick (0, or 1 for TraceId)
 
-    // Named construction, for presets and tests (C++17 has no designated
-    // initializers): Layout::named("x").epoch(e).unit(1).time(41).shard(10).sequence(12).
-    static constexpr Layout named(const char* n) { return Layout{n, 0, 1, 0, 0, 0, false, 0}; }
-    constexpr Layout epoch(int64_t ms) const { Layout l = *this; l.epoch_ms = ms; return l; }
-    constexpr Layout unit(int64_t ms) const { Layout l = *this; l.unit_ms = ms; return l; }
-    constexpr Layout time(unsigned bits) const { Layout l = *this; l.time_bits = uint8_t(bits); return l; }
-    constexpr Layout shard(unsigned bits) const { Layout l = *this; l.shard_bits = uint8_t(bits); return l; }
-    constexpr Layout sequence(unsigned bits) const { Layout l = *this; l.sequence_bits = uint8_t(bits); return l; }
-    constexpr Layout wrapping() const { Layout l = *this; l.wraps = true; return l; }
-    constexpr Layout first_sequence(unsigned first) const { Layout l = *this; l.sequence_first = uint8_t(first); return l; }
+    // A layout's shape (a Layout is a Shape with a name).
+    static constexpr Shape of(const Shape& s) { return s; }
+    // The layout of this shape, named `name` (which must outlive it).
+    constexpr Layout layout(const char* name) const;
 
     static constexpr uint64_t mask(unsigned bits) { return bits >= 64 ? ~0ull : (1ull << bits) - 1; }
 
@@ -97,8 +95,46 @@ struct Layout {
     constexpr uint64_t packed_tick(uint64_t word) const { return word >> sequence_bits; }
     constexpr uint64_t packed_sequence(uint64_t word) const { return word & sequence_max(); }
 
+    constexpr bool operator==(const Shape& o) const
+    {
+        return epoch_ms == o.epoch_ms && unit_ms == o.unit_ms && time_bits == o.time_bits &&
+               shard_bits == o.shard_bits && sequence_bits == o.sequence_bits &&
+               sequence_first == o.sequence_first && wraps == o.wraps;
+    }
+    constexpr bool operator!=(const Shape& o) const { return !(*this == o); }
+};
+
+// A layout: a shape and the name messages and people use ("snowflake").
+// Every time-ordered scheme is one Layout value; the engine knows nothing else.
+struct Layout : Shape {
+    const char* name = "";
+
+    // Named construction, for presets and tests (C++17 has no designated
+    // initializers): Layout::named("x").epoch(e).unit(1).time(41).shard(10).sequence(12).
+    static constexpr Layout named(const char* n)
+    {
+        Layout l{};
+        l.name = n;
+        return l;
+    }
+    constexpr Layout epoch(int64_t ms) const { Layout l = *this; l.epoch_ms = ms; return l; }
+    constexpr Layout unit(int64_t ms) const { Layout l = *this; l.unit_ms = ms; return l; }
+    constexpr Layout time(unsigned bits) const { Layout l = *this; l.time_bits = uint8_t(bits); return l; }
+    constexpr Layout shard(unsigned bits) const { Layout l = *this; l.shard_bits = uint8_t(bits); return l; }
+    constexpr Layout sequence(unsigned bits) const { Layout l = *this; l.sequence_bits = uint8_t(bits); return l; }
+    constexpr Layout wrapping() const { Layout l = *this; l.wraps = true; return l; }
+    constexpr Layout first_sequence(unsigned first) const { Layout l = *this; l.sequence_first = uint8_t(first); return l; }
+
     // Is the layout well formed? (widths, unit, room for the packed state)
     Status validate() const;
 };
+
+constexpr Layout Shape::layout(const char* name) const
+{
+    Layout l{};
+    static_cast<Shape&>(l) = *this;
+    l.name = name;
+    return l;
+}
 
 }  // namespace shardid

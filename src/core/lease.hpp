@@ -51,10 +51,10 @@ constexpr Renewal time_renewal(int64_t tick_ms, int64_t until_ms)
 constexpr int64_t time_target(int64_t tick_ms) { return tick_ms + time_lease_ms; }
 
 // How many sequences of a coarse layout's tick its own mark runs ahead.
-constexpr uint64_t word_lease(const Layout& layout) { return std::max<uint64_t>(1, (layout.sequence_max() + 1) / 16); }
+constexpr uint64_t word_lease(const Shape& layout) { return std::max<uint64_t>(1, (layout.sequence_max() + 1) / 16); }
 
 // The new mark for `word`: a lease ahead, but never past the end of its tick.
-constexpr uint64_t word_target(const Layout& layout, uint64_t word)
+constexpr uint64_t word_target(const Shape& layout, uint64_t word)
 {
     const uint64_t tick_end = layout.pack(layout.packed_tick(word), layout.sequence_max());
     return std::min(tick_end, word + word_lease(layout));
@@ -62,7 +62,7 @@ constexpr uint64_t word_target(const Layout& layout, uint64_t word)
 
 // A coarse layout's mark `persisted` (0: none), for the packed word `word`.
 // A mark that already reaches the end of the word's tick needs no renewal.
-constexpr Renewal word_renewal(const Layout& layout, uint64_t word, uint64_t persisted)
+constexpr Renewal word_renewal(const Shape& layout, uint64_t word, uint64_t persisted)
 {
     const uint64_t lease = word_lease(layout);
     return word <= persisted && (persisted - word > lease / 2 || word_target(layout, word) <= persisted)
@@ -73,7 +73,7 @@ constexpr Renewal word_renewal(const Layout& layout, uint64_t word, uint64_t per
 
 // The Unix ms at which the tick of a mark's word ends: once the wall clock
 // is past it, the mark is retired into the node's retired floor.
-constexpr int64_t word_end_ms(const Layout& layout, uint64_t word)
+constexpr int64_t word_end_ms(const Shape& layout, uint64_t word)
 {
     return layout.ms_of_tick(int64_t(layout.packed_tick(word)) + 1);
 }

@@ -43,47 +43,6 @@
 
 namespace shardid {
 
-// What makes two layouts share node state: everything but the name.
-struct Shape {
-    int64_t epoch_ms = 0;
-    int64_t unit_ms = 1;
-    uint8_t time_bits = 0, shard_bits = 0, sequence_bits = 0, sequence_first = 0;
-    bool wraps = false;
-
-    static Shape of(const Layout& l)
-    {
-        Shape s;
-        s.epoch_ms = l.epoch_ms;
-        s.unit_ms = l.unit_ms;
-        s.time_bits = l.time_bits;
-        s.shard_bits = l.shard_bits;
-        s.sequence_bits = l.sequence_bits;
-        s.sequence_first = l.sequence_first;
-        s.wraps = l.wraps;
-        return s;
-    }
-    Layout layout(const char* name) const
-    {
-        Layout l{};
-        l.name = name;
-        l.epoch_ms = epoch_ms;
-        l.unit_ms = unit_ms;
-        l.time_bits = time_bits;
-        l.shard_bits = shard_bits;
-        l.sequence_bits = sequence_bits;
-        l.wraps = wraps;
-        l.sequence_first = sequence_first;
-        return l;
-    }
-    bool operator==(const Shape& o) const
-    {
-        return epoch_ms == o.epoch_ms && unit_ms == o.unit_ms && time_bits == o.time_bits &&
-               shard_bits == o.shard_bits && sequence_bits == o.sequence_bits &&
-               sequence_first == o.sequence_first && wraps == o.wraps;
-    }
-    bool operator!=(const Shape& o) const { return !(*this == o); }
-};
-
 constexpr int max_name_bytes = 63;
 
 struct LayoutMark {
@@ -107,24 +66,48 @@ struct NodeState {
 // The node state's scalar fields, in the order the text format writes
 // them: each is one line "keyword value". A field needs a member of
 // NodeState above (with the value a state without it has) and a row here:
-// the codec, the comparison, the WAL record's description and the fuzz
-// target's round trip all go through this table. `since` is the format
-// version that introduced the keyword (a reader of an older file does not
-// look for it); `required` fields must be present.
+// the codec, the comparison, the WAL record's description, the fuzz
+// target's round trip and, for counter floors, the glue (shared memory,
+// persisting, claiming, redo: src/pg/persist.cpp) all go through this
+// table. `since` is the format version that introduced the keyword (a
+// reader of an older file does not look for it); `required` fields must
+// be present.
+enum class NodeStateFieldKind {
+    time_mark,      // every issued tick starts before it (src/core/lease.hpp)
+    retired_floor,  // coarse layouts without a mark resume after it
+    counter_floor,  // the highest value of a counter the node ever took: never taken again
+};
 struct NodeStateField {
     const char* keyword;
     int64_t NodeState::*member;
     int since;
     bool required;
+    NodeStateFieldKind kind;
     const char* description;  // for people: "<description> <value><unit>"
     const char* unit;
 };
 inline constexpr NodeStateField node_state_fields[] = {
-    {"mark", &NodeState::mark_ms, 2, true, "high-water mark", " (Unix ms)"},
-    {"retired", &NodeState::retired_ms, 3, false, "retired marks end by", ""},
-    {"generator", &NodeState::generator_floor, 2, false, "generator id floor", ""},
-    {"run", &NodeState::run_floor, 2, false, "run id floor", ""},
+    {"mark", &NodeState::mark_ms, 2, true, NodeStateFieldKind::time_mark, "high-water mark", " (Unix ms)"},
+    {"retired", &NodeState::retired_ms, 3, false, NodeStateFieldKind::retired_floor, "retired marks end by", ""},
+    {"generator", &NodeState::generator_floor, 2, false, NodeStateFieldKind::counter_floor, "generator id floor",
+     ""},
+    {"run", &NodeState::run_floor, 2, false, NodeStateFieldKind::counter_floor, "run id floor", ""},
 };
+constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);
+
+// The index of a field in the table, by keyword (-1: none).
+constexpr int node_state_field(const char* keyword)
+{
+    for (int i = 0; i < node_state_field_count; i++) {
+        const char* a = node_state_fields[i].keyword;
+        const char* b = keyword;
+        while (*a != '\0' && *a == *b)
+            a++, b++;
+        if (*a == *b)
+            return i;
+    }
+    return -1;
+}
 
 // The longest text a NodeState formats to.
 constexpr size_t node_state_max_text = 40000;

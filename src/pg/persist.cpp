@@ -136,14 +136,15 @@ NodeState persisted_state()
     const int64 now_ms = wall_clock().now_ms();
     NodeState st;
     st.mark_ms = shared->lease_until_ms.load(std::memory_order_acquire);
-    st.generator_floor = shared->generator_floor;
-    st.run_floor = shared->run_floor;
+    for (int i = 0; i < node_state_field_count; i++)
+        if (node_state_fields[i].kind == NodeStateFieldKind::counter_floor)
+            st.*node_state_fields[i].member = shared->counter_floors[i];
     for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
         Slot& slot = shared->slots[i];
         const uint64_t word = slot.persisted.load(std::memory_order_acquire);
         if (word == 0)
             continue;
-        if (lease::word_end_ms(slot.shape.layout(""), word) <= now_ms || st.n_marks == NodeState::max_marks) {
+        if (lease::word_end_ms(slot.shape, word) <= now_ms || st.n_marks == NodeState::max_marks) {
             retire(slot.shape, word);
             slot.persisted.store(0, std::memory_order_release);
             continue;
@@ -154,11 +155,20 @@ NodeState persisted_state()
     return st;
 }
 
+void set_counter_floors(const NodeState& st, bool raise)
+{
+    for (int i = 0; i < node_state_field_count; i++)
+        if (node_state_fields[i].kind == NodeStateFieldKind::counter_floor) {
+            const int64 v = st.*node_state_fields[i].member;
+            shared->counter_floors[i] = raise ? std::max(shared->counter_floors[i], v) : v;
+        }
+}
+
 int64 counter_floor(NodeCounter which)
 {
     attach_if_needed();
     LWLockAcquire(&shared->state_lock, LW_SHARED);
-    const int64 floor = which == NodeCounter::generator ? shared->generator_floor : shared->run_floor;
+    const int64 floor = shared->counter_floors[int(which)];
     LWLockRelease(&shared->state_lock);
     return floor;
 }
@@ -168,12 +178,12 @@ bool claim_counter(NodeCounter which, int64 value)
     attach_if_needed();
     raise_if_corrupt();
     LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
-    int64& floor = which == NodeCounter::generator ? shared->generator_floor : shared->run_floor;
+    int64& floor = shared->counter_floors[int(which)];
     const bool fresh = value > floor;
     XLogRecPtr end = InvalidXLogRecPtr;
     if (fresh) {
         NodeState st = persisted_state();
-        (which == NodeCounter::generator ? st.generator_floor : st.run_floor) = value;
+        st.*node_state_fields[int(which)].member = value;
         end = persist(st);
         floor = value;
     }
@@ -208,8 +218,7 @@ void replay_node_state(const NodeState& st)
     if (st.mark_ms > shared->restart_floor_ms.load())
         shared->restart_floor_ms.store(st.mark_ms);
     raise_to(shared->retired_ms, int64_t(st.retired_ms));
-    shared->generator_floor = std::max(shared->generator_floor, st.generator_floor);
-    shared->run_floor = std::max(shared->run_floor, st.run_floor);
+    set_counter_floors(st, true);
     for (int i = 0; i < st.n_marks; i++) {
         if (marked[i] == nullptr) {
             // No slot left for it here: its whole tick counts as used.

@@ -14,8 +14,8 @@
 //     flushed (and confirmed by synchronous standbys) by confirm_covered()
 //     outside any lock, before an ID it covers is returned.
 //   - state_lock (tranche "shardid"): serializes writers of the persisted
-//     node state (src/pg/state_file.hpp): lease_until_ms, generator_floor,
-//     run_floor and every slot's `persisted` word change only under it, and
+//     node state (src/pg/state_file.hpp): lease_until_ms, counter_floors
+//     and every slot's `persisted` word change only under it, and
 //     only after the file that covers the new value is durable. Held for
 //     memory work and that one file write; never while waiting for a
 //     heavyweight lock, and never together with AddinShmemInitLock.
@@ -78,8 +78,9 @@ struct Shared {
     // standbys (when the node has any): callers that need no later one do
     // not wait.
     std::atomic<uint64_t> confirmed_lsn;
-    int64 generator_floor;         // highest DecimalId generator id taken on this node (-1: none)
-    int64 run_floor;               // highest call-number run id taken on this node (-1: none)
+    // The node state's counter floors (DecimalId generator ids, call-number
+    // run ids, ...), by their index in node_state_fields; other entries unused.
+    int64 counter_floors[node_state_field_count];
     LWLock state_lock;             // see the locking rules above
     Slot slots[max_slots];
     struct {
@@ -109,5 +110,22 @@ void retire(const Shape& shape, uint64_t word);
 // The state as it is persisted now (src/pg/persist.cpp). Caller holds
 // state_lock.
 NodeState persisted_state();
+
+// Copies between the counter floors of a node state and shared memory
+// (src/pg/persist.cpp); `raise` only ever raises.
+void set_counter_floors(const NodeState& st, bool raise);
+
+// The glue handles each kind of field of the node state: one time mark, one
+// retired floor, and any number of counter floors.
+constexpr bool node_state_fields_known()
+{
+    int marks = 0, retired = 0;
+    for (const NodeStateField& f : node_state_fields) {
+        marks += f.kind == NodeStateFieldKind::time_mark;
+        retired += f.kind == NodeStateFieldKind::retired_floor;
+    }
+    return marks == 1 && retired == 1;
+}
+static_assert(node_state_fields_known(), "the glue knows one time mark and one retired floor");
 
 }  // namespace shardid::pg

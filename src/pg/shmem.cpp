@@ -76,16 +76,15 @@ void attach_locked()
         aligned->restart_floor_ms.store(st.mark_ms);
         aligned->lease_until_ms.store(st.mark_ms);
         aligned->retired_ms.store(st.retired_ms);
-        aligned->generator_floor = st.generator_floor;
-        aligned->run_floor = st.run_floor;
         shared = aligned;
+        set_counter_floors(st, false);
         // Layouts with marks of their own resume exactly where those say;
         // marks whose tick is over are retired instead, so a restart frees
         // their slots.
         const int64 now_ms = wall_clock().now_ms();
         for (int i = 0; i < st.n_marks; i++) {
             const LayoutMark& m = st.marks[i];
-            Slot* slot = lease::word_end_ms(m.shape.layout(""), m.word) <= now_ms ? nullptr
+            Slot* slot = lease::word_end_ms(m.shape, m.word) <= now_ms ? nullptr
                                                                 : new_slot_locked(m.shape, m.name, InvalidOid);
             if (slot == nullptr) {
                 retire(m.shape, m.word);
@@ -143,7 +142,7 @@ void raise_if_corrupt()
 
 void retire(const Shape& shape, uint64_t word)
 {
-    raise_to(shared->retired_ms, int64_t(lease::word_end_ms(shape.layout(""), word)));
+    raise_to(shared->retired_ms, int64_t(lease::word_end_ms(shape, word)));
 }
 
 Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot* why)

@@ -66,7 +66,17 @@ void replay_node_state(const NodeState& state);
 
 // Values taken from the extension's sequences that must never come back on
 // this node: DecimalId generator ids and call-number run ids.
-enum class NodeCounter { generator, run };
+// (Each is a counter floor of the node state: src/core/node_state.hpp.)
+enum class NodeCounter : int {
+    generator = node_state_field("generator"),
+    run = node_state_field("run"),
+};
+constexpr bool is_counter_floor(NodeCounter c)
+{
+    return int(c) >= 0 && node_state_fields[int(c)].kind == NodeStateFieldKind::counter_floor;
+}
+static_assert(is_counter_floor(NodeCounter::generator) && is_counter_floor(NodeCounter::run),
+              "every NodeCounter is a counter floor of the node state");
 // The highest value of that kind this node ever took (-1: none).
 int64 counter_floor(NodeCounter which);
 // Records `value` as taken, durably (the record flushed and, with
