@@ -13,7 +13,7 @@ namespace shardid {
 
 // Each of generator_id and launch_id takes five decimal digits.
 constexpr int64_t decimal_field = 100000;
-constexpr int64_t decimal_generator_max = decimal_field - 1;  // the SQL sequence's MAXVALUE repeats it (sql/counters.sql compares)
+constexpr int64_t decimal_generator_max = decimal_field - 1;  // the SQL sequence's MAXVALUE repeats it (sql/rules.sql compares)
 constexpr int64_t decimal_launch_max = decimal_field - 1;     // shardid.launch_id's maximum
 constexpr int64_t decimal_counter_scale = decimal_field * decimal_field;
 // The largest counter whose IDs fit a bigint.

@@ -6,7 +6,7 @@
 //
 // Two kinds of mark bound what a node issued:
 //   - the node's time mark (NodeState::mark_ms): every issued tick starts
-//     before it. It is written `lease_ms` ahead of the tick in use and
+//     before it. It is written `time_lease_ms` ahead of the tick in use and
 //     renewed once half of that is used.
 //   - a coarse layout's own mark (LayoutMark::word): every issued packed
 //     (tick, sequence) word is at most it. Layouts whose tick is longer than
@@ -14,9 +14,10 @@
 //     (never past the end of the tick) and renewed once half of that is
 //     used, so that a restart resumes within the tick.
 //
-// Either renewal is done early, by whoever gets the state lock first and
-// without making anybody wait ("try"), while the ID at hand is still
-// covered; a generator waits for the lock ("must") only when its ID is not.
+// Either renewal is done early (Renewal::early), by whoever gets the state
+// lock first and without making anybody wait, while the ID at hand is still
+// covered; a generator waits for the lock (Renewal::must) only when its ID
+// is not.
 #pragma once
 
 #include <algorithm>
@@ -34,7 +35,7 @@ constexpr bool is_coarse(int64_t unit_ms) { return unit_ms > time_lease_ms; }
 
 // What a generator does about a mark before it returns an ID.
 enum class Renewal {
-    none,  // covered, and not yet half used: nothing
+    none,   // covered, and not yet half used: nothing
     early,  // covered, but half used: renew if the lock is free at once
     must,   // not covered: take the lock (waiting) and renew
 };

@@ -130,7 +130,7 @@ bool parse_int_line(Cursor& c, int64_t* out) { return c.space() && c.i64(out) &&
 // Lines of version 2 or 3, after the header.
 bool parse_lines(const char* p, const char* end, int version, NodeState* st)
 {
-    constexpr size_t n_fields = sizeof node_state_fields / sizeof node_state_fields[0];
+    constexpr size_t n_fields = size_t(node_state_field_count);
     bool have[n_fields] = {};
     while (p != end) {
         const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
