@@ -48,7 +48,9 @@ ensure_deps() {
         "/usr/bin/sqlsmith:sqlsmith" "/usr/share/perl5/IPC/Run.pm:libipc-run-perl" \
         "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:faketime" "/usr/bin/prove:perl" \
         "/usr/sbin/debootstrap:debootstrap" \
-        "/usr/share/postgresql/$PG_MAJOR/extension/plproxy.control:postgresql-$PG_MAJOR-plproxy" "/usr/bin/unshare:util-linux"; do
+        "/usr/share/postgresql/$PG_MAJOR/extension/plproxy.control:postgresql-$PG_MAJOR-plproxy" "/usr/bin/unshare:util-linux" \
+        "/usr/include/x86_64-linux-gnu/curl/curl.h:libcurl4-openssl-dev" "/usr/include/nlohmann/json.hpp:nlohmann-json3-dev" \
+        "/usr/bin/etcd:etcd-server" "/usr/bin/etcdctl:etcd-client"; do
         [ -e "${want%%:*}" ] || missing+=("${want#*:}")
     done
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then

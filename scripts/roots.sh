@@ -33,7 +33,8 @@ root_packages() {
     # pg_partman 5 for the partitioning tests (trixie ships 5.2).
     [ "$1" = 17 ] && extra=" postgresql-17-partman"
     echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \
-         "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps$extra"
+         "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps" \
+         "libcurl4-openssl-dev nlohmann-json3-dev$extra"
 }
 
 # The recipe a cached root was built from: a different release or mirror

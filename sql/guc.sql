@@ -52,3 +52,13 @@ ALTER ROLE shardid_app RESET shardid.node_id;
 
 DROP TABLE events;
 DROP ROLE shardid_app;
+
+-- Node ids from etcd (shardid.node_id_source): its settings are hidden from
+-- ordinary roles, and so is the claim's state.
+SELECT source, state, node_id IS NOT NULL AS has_node_id FROM shardid_coordination();
+CREATE ROLE guc_etcd_reader;
+SET ROLE guc_etcd_reader;
+SELECT name FROM pg_settings WHERE name LIKE 'shardid.etcd%' OR name = 'shardid.node_id_source' ORDER BY name;
+SELECT * FROM shardid_coordination();
+RESET ROLE;
+DROP ROLE guc_etcd_reader;

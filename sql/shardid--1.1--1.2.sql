@@ -437,3 +437,17 @@ REVOKE ALL ON FUNCTION shardid_advance_past(text, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION shardid_advance_past(text, bigint) IS
     'superusers: raises this node''s state for the layout so that every later ID sorts above the given one '
     '(a logical shard moving to this node), durably; bounded by shardid.max_clock_lead; returns the clock lead';
+
+CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_id integer,
+                                     OUT claimed_at timestamptz, OUT lease_id text, OUT lease_ttl integer,
+                                     OUT issuing_until timestamptz, OUT window_start timestamptz,
+                                     OUT window_end timestamptz, OUT endpoint text, OUT last_error text,
+                                     OUT last_answer_at timestamptz, OUT requests bigint, OUT errors bigint)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'shardid_coordination'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
+COMMENT ON FUNCTION shardid_coordination() IS
+    'where this node''s id comes from (setting or etcd) and, with etcd, the claim: id held, lease, until when IDs '
+    'are issued without a renewal, the time window recorded in etcd, endpoint, last error; superusers and pg_monitor';

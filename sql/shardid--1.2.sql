@@ -278,6 +278,20 @@ COMMENT ON FUNCTION shardid_status() IS
 CREATE VIEW shardid_status AS SELECT * FROM @extschema@.shardid_status();
 GRANT SELECT ON shardid_status TO PUBLIC;
 
+CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_id integer,
+                                     OUT claimed_at timestamptz, OUT lease_id text, OUT lease_ttl integer,
+                                     OUT issuing_until timestamptz, OUT window_start timestamptz,
+                                     OUT window_end timestamptz, OUT endpoint text, OUT last_error text,
+                                     OUT last_answer_at timestamptz, OUT requests bigint, OUT errors bigint)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'shardid_coordination'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
+COMMENT ON FUNCTION shardid_coordination() IS
+    'where this node''s id comes from (setting or etcd) and, with etcd, the claim: id held, lease, until when IDs '
+    'are issued without a renewal, the time window recorded in etcd, endpoint, last error; superusers and pg_monitor';
+
 -- DecimalId (SPEC 2.2): counter * 10^10 + generator_id * 10^5 + launch_id
 
 CREATE SEQUENCE shardid_generator_seq MINVALUE 0 MAXVALUE 99999 START 1 NO CYCLE;

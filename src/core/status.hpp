@@ -22,6 +22,7 @@ enum class Error : uint8_t {
     time_exhausted,      // a layout's time field has no room left -> 22003
     out_of_memory,       // std::bad_alloc                         -> 53200
     interrupted,         // a wait given up for a pending interrupt (the glue serves it)
+    not_claimed,         // no valid claim of the node id from etcd -> 55000 (after the glue waited)
     internal,            // a bug or an unexpected C++ exception   -> XX000
 };
 

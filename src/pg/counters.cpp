@@ -22,6 +22,7 @@ extern "C" {
 
 #include "core/callnum.hpp"
 #include "core/decimal.hpp"
+#include "pg/coordinator.hpp"
 #include "pg/guard.hpp"
 #include "pg/keys.hpp"
 #include "pg/layouts.hpp"
@@ -96,6 +97,20 @@ void restart_sequence_at(const Sequence& seq, int64 value)
 int64 take_fresh(const Sequence& seq, NodeCounter which)
 {
     refuse_on_standby();
+    if (coord_enabled()) {
+        // Cluster-wide counters in etcd: no node took these values before,
+        // and the worker takes them above this node's floor.
+        for (;;) {
+            const int64 value = coord_take_counter(which);
+            if (value > seq.max)
+                ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                                errmsg("the etcd counter of shardid's %s has no value left", coord_counter_name(which)),
+                                errdetail("It gave %lld; the field holds at most %lld.", (long long)value,
+                                          (long long)seq.max)));
+            if (claim_counter(which, value))
+                return value;
+        }
+    }
     for (;;) {
         const int64 value = nextval_internal(seq.relid, false);
         const int64 floor = counter_floor(which);

@@ -28,6 +28,7 @@ extern "C" {
 #include "core/schemes.hpp"
 #include "pg/catalog.hpp"
 #include "pg/guard.hpp"
+#include "pg/coordinator.hpp"
 #include "pg/settings.hpp"
 #include "pg/timeconv.hpp"
 #include "pg/wal.hpp"
@@ -381,9 +382,10 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
     const uint32 wait_event = next_tick_wait_event();
 
+    TimestampTz waiting_since = 0;  // for a claim of the node id from etcd (0: not waiting)
     for (;;) {
         Status status;
-        uint64_t id = 0, word = 0;
+        uint64_t id = 0, word = 0, claim = 0;
         int64_t tick_ms = 0;
         const bool ok = guarded(status, [&] {
             uint64_t field;
@@ -391,16 +393,29 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
                 if (!check_shard(layout, shard, "shard", &status))
                     return false;
                 field = uint64_t(shard);
-            } else if (!node_shard(layout, &field, &status)) {
+            } else if (!node_shard(layout, &field, &claim, &status)) {
                 return false;
             }
             LatchClock clock{{clock_offset_ms, coarse}, wait_event};
             return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);
         });
         if (ok) {
-            // Never hand out an ID the persisted node state does not cover.
+            // Never hand out an ID the persisted node state does not cover,
+            // nor, with a node id from etcd, one its claim no longer covers.
             cover_issued(slot_cache, layout, word, tick_ms);
-            return id;
+            if (claim == 0 || coord_confirm(claim, tick_ms, &status)) {
+                if (waiting_since != 0)
+                    ConditionVariableCancelSleep();
+                return id;
+            }
+        }
+        if (status.error == Error::not_claimed) {
+            // Outside C++ scope: waits a little (interruptibly), or raises
+            // once shardid.etcd_wait has passed.
+            if (waiting_since == 0)
+                waiting_since = GetCurrentTimestamp();
+            coord_wait(waiting_since, status);
+            continue;
         }
         if (status.error != Error::interrupted)
             raise(status);

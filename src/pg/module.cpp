@@ -8,6 +8,7 @@ extern "C" {
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/schemes.hpp"
+#include "pg/coordinator.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
 #include "pg/wal.hpp"
@@ -27,8 +28,11 @@ int cluster_id = 0;
 char* call_number_key = nullptr;
 bool wal_log_mark = true;
 
-bool node_shard(const Layout& layout, uint64_t* shard, Status* status)
+bool node_shard(const Layout& layout, uint64_t* shard, uint64_t* claim, Status* status)
 {
+    if (coord_enabled())
+        return coord_node_shard(layout, shard, claim, status);
+    *claim = 0;
     if (node_id == node_id_unset) {
         *status = Status::fail(Error::not_configured, "shardid.node_id is not set")
                       .with_detail("Generating %s values needs this node's id, which must differ between nodes.",
@@ -53,11 +57,13 @@ void _PG_init(void)
 {
     using namespace shardid::pg;
 
+    // Where the node id comes from first: shardid.node_id's check reads it.
+    coord_define_settings();
     DefineCustomIntVariable(
         "shardid.node_id", "This node's id in shardid IDs (TraceId node, default Snowflake/Instagram shard).",
-        "-1 means unset: generators that need it then fail. Each node must have its own value, which must fit the "
-        "field of the scheme that uses it.",
-        &node_id, node_id_unset, node_id_unset, INT_MAX, PGC_SUSET, 0, NULL, NULL, NULL);
+        "-1 means unset: generators that need it then fail (with shardid.node_id_source = etcd: claim the lowest "
+        "free id). Each node must have its own value, which must fit the field of the scheme that uses it.",
+        &node_id, node_id_unset, node_id_unset, INT_MAX, PGC_SUSET, 0, coord_check_node_id, NULL, NULL);
     DefineCustomIntVariable("shardid.max_clock_lead",
                             "How far the logical clock may run ahead of the wall clock after it stepped back.",
                             "When a tick's sequence is used up while the wall clock is behind the last issued ID, "
@@ -89,4 +95,5 @@ void _PG_init(void)
 
     shardid::pg::shmem_init();
     shardid::pg::wal_init();
+    shardid::pg::coord_register_worker();
 }

@@ -40,8 +40,11 @@ struct LatchClock : SystemClock {
 static_assert(std::is_trivially_destructible_v<LatchClock>,
               "a clock lives inside guarded(): nothing there may need a destructor that an ereport would skip");
 
-// shardid.node_id as the shard/node field of `layout`, or a failure
-// (55000 when unset, 22003 when it does not fit the field).
-bool node_shard(const Layout& layout, uint64_t* shard, Status* status);
+// This node's id as the shard/node field of `layout`, or a failure (55000
+// when unset, 22003 when it does not fit the field): shardid.node_id, or
+// with shardid.node_id_source = etcd the id claimed from etcd, and then in
+// *claim the claim's generation for coord_confirm() (0 otherwise;
+// Error::not_claimed when the node holds none: the caller waits).
+bool node_shard(const Layout& layout, uint64_t* shard, uint64_t* claim, Status* status);
 
 }  // namespace shardid::pg

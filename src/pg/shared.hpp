@@ -31,6 +31,7 @@
 
 #include "core/engine.hpp"
 #include "core/node_state.hpp"
+#include "pg/coordinator.hpp"
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 
@@ -63,6 +64,10 @@ struct Shared {
     std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
     std::atomic<int64_t> retired_ms;  // NodeState::retired_ms: coarse shapes without a mark resume after it
+    // The mark in etcd that the claim of the node id started above (0: none;
+    // src/pg/coordinator.cpp): every slot, new ones too, resumes above the
+    // tick that contains it. Raised under AddinShmemInitLock.
+    std::atomic<int64_t> claim_floor_ms;
     // Which WAL record covers an ID (see confirm_covered()): the record that
     // set lease_until_ms (cur_lsn), and the one before it with the mark it
     // set (prev_lsn, prev_until_ms), which still covers the ticks before
@@ -82,6 +87,7 @@ struct Shared {
     // run ids, ...), by their index in node_state_fields; other entries unused.
     int64 counter_floors[node_state_field_count];
     LWLock state_lock;             // see the locking rules above
+    CoordShared coord;             // node ids from etcd (src/pg/coordinator.hpp)
     Slot slots[max_slots];
     struct {
         Oid database;
@@ -103,6 +109,20 @@ enum class NoSlot { none, node_full, database_full };
 // holds AddinShmemInitLock; nullptr when the node, or the database's share
 // of it, is full.
 Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot* why = nullptr);
+
+// Makes a slot continue above the tick of `layout` that contains floor_ms
+// (0: nothing to do).
+inline void claim_floor_raise(const Layout& layout, SlotState& slot, int64_t floor_ms)
+{
+    const int64_t tick = floor_ms > 0 ? layout.tick_of(floor_ms) : -1;
+    if (tick >= 0)
+        raise_last(slot, layout.pack(uint64_t(tick), layout.sequence_max()));
+}
+
+// Raises every slot, and every slot made later, above the tick containing
+// floor_ms: a new claim of the node id from etcd starts above the mark its
+// previous holder recorded. Takes AddinShmemInitLock.
+void raise_claim_floor(int64_t floor_ms);
 
 // Raises the retired floor to cover a mark whose tick is over.
 void retire(const Shape& shape, uint64_t word);

@@ -48,6 +48,8 @@ void resume_unmarked(Slot& slot)
         resume_after(layout, slot.state, shared->retired_ms.load());
     else
         resume_above(layout, slot.state, shared->restart_floor_ms.load());
+    // The mark a claim of the node id from etcd started above (0: none).
+    claim_floor_raise(layout, slot.state, shared->claim_floor_ms.load());
 }
 
 // Attaches to (or creates) the shared struct. Caller holds AddinShmemInitLock.
@@ -64,6 +66,7 @@ void attach_locked()
         memset(raw, 0, shared_size);
         aligned->tranche = LWLockNewTrancheId();
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
+        coord_init(aligned->coord);
         NodeState st;
         const StateFileRead got = state_file_read(&st);
         if (got == StateFileRead::corrupt)

@@ -1,0 +1,168 @@
+#include "core/coord.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+namespace shardid::coord {
+
+int lowest_free(const std::vector<int>& held, int min, int max)
+{
+    std::vector<int> sorted(held);
+    std::sort(sorted.begin(), sorted.end());
+    int want = min;
+    for (int h : sorted) {
+        if (h < want)
+            continue;
+        if (h > want)
+            break;
+        want++;
+    }
+    return want <= max ? want : -1;
+}
+
+std::string node_key(const std::string& prefix, int id) { return prefix + "/node/" + std::to_string(id); }
+std::string mark_key(const std::string& prefix, int id) { return prefix + "/mark/" + std::to_string(id); }
+std::string counter_key(const std::string& prefix, const char* name) { return prefix + "/counter/" + name; }
+
+std::string prefix_end(const std::string& prefix)
+{
+    std::string end = prefix + "/";
+    end.back() = char(end.back() + 1);  // '/' + 1 = '0'
+    return end;
+}
+
+int node_id_of_key(const std::string& prefix, const std::string& key)
+{
+    const std::string head = prefix + "/node/";
+    if (key.compare(0, head.size(), head) != 0)
+        return -1;
+    int64_t id = 0;
+    if (!parse_count(key.substr(head.size()), &id) || id > 0x7fffffff)
+        return -1;
+    return int(id);
+}
+
+bool parse_count(const std::string& text, int64_t* out)
+{
+    if (text.empty() || text.size() > 19)
+        return false;
+    uint64_t v = 0;
+    for (char c : text) {
+        if (c < '0' || c > '9')
+            return false;
+        v = v * 10 + uint64_t(c - '0');
+    }
+    if (v > uint64_t(INT64_MAX))
+        return false;
+    *out = int64_t(v);
+    return true;
+}
+
+std::string holder_value(const Holder& h)
+{
+    nlohmann::json j = {{"host", h.host}, {"port", h.port}, {"system_identifier", h.system_identifier},
+                        {"since", h.since}};
+    return j.dump();
+}
+
+namespace {
+
+// Printable ASCII only, cut to `max` characters, for messages.
+std::string printable(const std::string& s, size_t max = 80)
+{
+    std::string out;
+    for (char c : s) {
+        if (out.size() >= max) {
+            out += "...";
+            break;
+        }
+        out += (c >= 32 && c < 127) ? c : '?';
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string describe_holder(const std::string& value)
+{
+    try {
+        const nlohmann::json j = nlohmann::json::parse(value);
+        if (j.is_object() && j.value("host", nlohmann::json()).is_string() &&
+            j.value("port", nlohmann::json()).is_number_integer()) {
+            std::string s = "host " + printable(j["host"].get<std::string>()) + " port " +
+                            std::to_string(j["port"].get<int64_t>());
+            if (j.contains("system_identifier") && j["system_identifier"].is_string())
+                s += ", system identifier " + printable(j["system_identifier"].get<std::string>());
+            if (j.contains("since") && j["since"].is_string())
+                s += ", since " + printable(j["since"].get<std::string>());
+            return s;
+        }
+    } catch (...) {
+    }
+    return "an unknown holder (the key holds \"" + printable(value) + "\")";
+}
+
+bool parse_endpoints(const std::string& text, std::vector<std::string>* out, std::string* why)
+{
+    out->clear();
+    size_t start = 0;
+    while (start <= text.size()) {
+        size_t comma = text.find(',', start);
+        if (comma == std::string::npos)
+            comma = text.size();
+        std::string e = text.substr(start, comma - start);
+        while (!e.empty() && e.front() == ' ')
+            e.erase(0, 1);
+        while (!e.empty() && e.back() == ' ')
+            e.pop_back();
+        while (!e.empty() && e.back() == '/')
+            e.pop_back();
+        size_t rest;
+        if (e.compare(0, 7, "http://") == 0)
+            rest = 7;
+        else if (e.compare(0, 8, "https://") == 0)
+            rest = 8;
+        else {
+            *why = "\"" + printable(e) + "\" is not an http:// or https:// URL";
+            return false;
+        }
+        const std::string hostport = e.substr(rest);
+        const size_t colon = hostport.rfind(':');
+        int64_t port = 0;
+        if (hostport.find('/') != std::string::npos || colon == std::string::npos || colon == 0 ||
+            !parse_count(hostport.substr(colon + 1), &port) || port < 1 || port > 65535) {
+            *why = "\"" + printable(e) + "\" is not of the form http://host:port";
+            return false;
+        }
+        for (char c : hostport)
+            if (c <= 32 || c >= 127) {
+                *why = "\"" + printable(e) + "\" has a character a host name cannot have";
+                return false;
+            }
+        out->push_back(e);
+        start = comma + 1;
+    }
+    if (out->empty()) {
+        *why = "no endpoint is given";
+        return false;
+    }
+    return true;
+}
+
+bool valid_prefix(const std::string& prefix, std::string* why)
+{
+    if (prefix.size() < 2 || prefix.size() > 128 || prefix.front() != '/' || prefix.back() == '/') {
+        *why = "it must start with \"/\", not end with one, and have 2 to 128 characters";
+        return false;
+    }
+    for (char c : prefix)
+        if (c <= 32 || c >= 127) {
+            *why = "it must be printable ASCII without spaces";
+            return false;
+        }
+    return true;
+}
+
+}  // namespace shardid::coord

@@ -1,0 +1,314 @@
+#!/usr/bin/env bash
+# Node ids, DecimalId generator ids and call-number run ids from a real etcd
+# (started here, private ports, temporary data directory). Each scenario has
+# a negative control. Prints PASS/FAIL lines; run from the repository root.
+#   1 four nodes with node_id = -1: four ids; IDs of every scheme from all of
+#     them (two databases each) in one table with primary keys: no duplicate.
+#     Control: two nodes with ids from settings take the same DecimalId
+#     generator ids and issue the same DecimalIds.
+#   2 a node configured with an id another holds is refused, naming the
+#     holder. Control: with ids from settings the two issue duplicates.
+#   3 a clone (pg_basebackup, started as a primary) is refused while the
+#     original holds the id; it takes the id once the original stops, above it.
+#   4 kill -9 of a holder; a node 60 s behind (clock_offset_ms) takes the id after
+#     the TTL and issues only above the old holder's IDs. Control: with the
+#     mark deleted by hand, it issues below them.
+#   5 a holder cut off from etcd under load stops before its lease can expire;
+#     another node takes the id after it: no duplicate, all above.
+#     Control: the fence is what stopped it (its last ID is after the cut).
+#   6 a three-member etcd cluster loses its leader under load: generation
+#     pauses a bounded time, no duplicate.
+#   8 etcd down at start: decoders work, generators wait then fail with 55000,
+#     the node claims once etcd is up; wrong credentials: a clear error.
+#   9 a malformed endpoint, an HTML or truncated answer, a mark edited to
+#     nonsense or lowered: clear refusals, no crash, never an ID below a mark
+#     the node has seen.
+set -u
+. scripts/lib.sh
+. test/coord/lib.sh
+
+coord_setup 56100
+ETCD_PORT=23891
+etcd_start main $ETCD_PORT 23991
+etcd_wait_up $ETCD_PORT || { fail "etcd did not start"; cat "$work/etcd-main.log"; exit 1; }
+ETCD_URLS="http://127.0.0.1:$ETCD_PORT"
+PREFIX=/s1
+
+# --- 1: four nodes, every scheme, two databases each ------------------------
+ids_of_every_scheme() {  # NODE DB: IDs of every scheme, as "scheme<TAB>id"
+    q "$1" -d "$2" -c "COPY (
+        SELECT 'snowflake', next_snowflake_id()::text FROM generate_series(1, 20000)
+        UNION ALL SELECT 'instagram', next_instagram_id()::text FROM generate_series(1, 20000)
+        UNION ALL SELECT 'trace', next_trace_id()::text FROM generate_series(1, 20000)
+        UNION ALL SELECT 'eightbyte', next_eightbyte_id()::text FROM generate_series(1, 20000)
+        UNION ALL SELECT 'decimal', next_decimal_id()::text FROM generate_series(1, 2000)
+        UNION ALL SELECT 'call', next_call_number() FROM generate_series(1, 2000)) TO STDOUT"
+}
+# Call numbers of several nodes share one shuffle key (as the key ring's
+# documentation says); their run ids come from etcd.
+for n in 1 2 3 4; do
+    node_up "n$n" $((base + n)) "" "shardid.call_number_key = 'calls'" || { fail "node n$n did not start"; exit 1; }
+done
+for n in 1 2 3 4; do wait_state "n$n" held 10 || fail "n$n did not claim an id"; done
+got=$(for n in 1 2 3 4; do held_id "n$n"; done | sort -n | tr '\n' ' ')
+check "four nodes with node_id = -1 claim four distinct ids" "0 1 2 3 " "$got"
+for n in 1 2 3 4; do
+    q "n$n" -c "CREATE DATABASE two" && q "n$n" -d two -c "CREATE EXTENSION shardid"
+    for db in postgres two; do
+        q "n$n" -d $db -c "SELECT create_obfuscation_key('calls', '\\x000102030405060708090a0b0c0d0e0f')" >/dev/null
+    done
+done
+pids=()
+for n in 1 2 3 4; do for db in postgres two; do ids_of_every_scheme "n$n" $db >"$work/ids-n$n-$db" & pids+=($!); done; done
+wait "${pids[@]}"
+q n1 -c "CREATE TABLE every_id (scheme text, id text, PRIMARY KEY (scheme, id))"
+cat "$work"/ids-n* | q n1 -c "COPY every_id FROM STDIN" 2>"$work/copy.err" || head -3 "$work/copy.err"
+check "IDs of every scheme from 4 nodes x 2 databases: 0 duplicates (COPY into a primary key)" \
+    "$((8 * (4 * 20000 + 2 * 2000)))" "$(q n1 -c "SELECT count(*) FROM every_id")"
+check "the etcd counters gave 8 generator ids and at least 8 run ids, none twice" "8" \
+    "$(q n1 -c "SELECT count(DISTINCT (decimal_id_decode(id::bigint)).generator_id) FROM every_id WHERE scheme = 'decimal'")"
+
+# Control: ids from settings, each node its own (different) node id: the
+# DecimalId generator ids come from each node's own sequence and collide.
+ctl_node() {  # NAME PORT NODE_ID
+    local d; d=$(pg_tmpdir); coord_dirs+=("$d"); dir_of[$1]=$d; port_of[$1]=$2
+    cluster_init "$d" "shared_preload_libraries = 'shardid'" "shardid.node_id = $3" "shardid.launch_id = 1" &&
+        node_start "$1" && q "$1" -c "CREATE EXTENSION shardid"
+}
+ctl_node c1 $((base + 11)) 1; ctl_node c2 $((base + 12)) 2
+q c1 -c "COPY (SELECT 'decimal', next_decimal_id()::text FROM generate_series(1, 2000)) TO STDOUT" >"$work/ctl-1"
+q c2 -c "COPY (SELECT 'decimal', next_decimal_id()::text FROM generate_series(1, 2000)) TO STDOUT" >"$work/ctl-2"
+q c1 -c "CREATE TABLE every_id (scheme text, id text, PRIMARY KEY (scheme, id))"
+if cat "$work/ctl-1" "$work/ctl-2" | q c1 -c "COPY every_id FROM STDIN" 2>/dev/null; then
+    fail "control: two nodes with ids from settings issued distinct DecimalIds (expected duplicates)"
+else
+    pass "control: two nodes with ids from settings issue duplicate DecimalIds"
+fi
+
+# --- 2: the same explicit id twice -----------------------------------------
+node_up e1 $((base + 21)) "" "shardid.node_id = 2" || fail "e1 did not start"
+wait_state e1 refused 10 && pass "a node configured with an id another node holds is refused" ||
+    fail "e1 is not refused: $(q e1 -c "SELECT state, last_error FROM shardid_coordination()")"
+err=$(q e1 -c "SELECT last_error FROM shardid_coordination()")
+holder=$(held_id n3); holder_port=${port_of[n3]}
+for n in 1 2 3 4; do [ "$(held_id "n$n")" = 2 ] && holder_port=${port_of[n$n]}; done
+case $err in
+*"node id 2 is held by another node: host "*" port $holder_port, system identifier "*", since "*) pass "its error names the holder: $err" ;;
+*) fail "the error does not name the holder (port $holder_port): $err" ;;
+esac
+check "generation on the refused node fails with 55000 after shardid.etcd_wait" \
+    "55000: this node holds no node id from etcd" "$(q_err e1 "SELECT next_snowflake_id()")"
+check "decoders work on the refused node" "2" \
+    "$(q e1 -c "SELECT (snowflake_decode(next_id)).shard FROM (SELECT 2::bigint << 12 AS next_id) x")"
+# Control: the same id from settings on two nodes: duplicates.
+ctl_node d1 $((base + 22)) 5; ctl_node d2 $((base + 23)) 5
+q d1 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 300000)) TO STDOUT" >"$work/dup-1" & bg=$!
+q d2 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 300000)) TO STDOUT" >"$work/dup-2"
+wait $bg
+dups=$(sort "$work/dup-1" "$work/dup-2" | uniq -d | wc -l)
+[ "$dups" -gt 0 ] && pass "control: two nodes with node id 5 from settings issue $dups duplicate snowflake IDs" ||
+    fail "control: two nodes with the same id from settings issued no duplicate"
+
+# --- 3: a clone of a running holder ----------------------------------------
+node_up o1 $((base + 31)) "" "shardid.node_id = 7" || fail "o1 did not start"
+wait_state o1 held 10 || fail "o1 did not claim 7"
+q o1 -c "CREATE TABLE t (id bigint PRIMARY KEY)" \
+    -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 10000)"
+clone=$(pg_tmpdir); coord_dirs+=("$clone"); dir_of[o2]=$clone; port_of[o2]=$((base + 32))
+as_pg "$PG_BIN/pg_basebackup" -h "${dir_of[o1]}" -p "${port_of[o1]}" -U postgres -D "$clone/data" -X stream >/dev/null 2>&1 ||
+    fail "pg_basebackup failed"
+echo "unix_socket_directories = '$clone'" | as_pg tee -a "$clone/data/postgresql.conf" >/dev/null
+node_start o2 || fail "the clone did not start"
+wait_state o2 refused 10 && pass "a clone of a running holder, started as a primary, is refused" ||
+    fail "the clone is not refused: $(q o2 -c "SELECT state, node_id, last_error FROM shardid_coordination()")"
+check "the clone generates nothing while the original holds id 7" "55000: this node holds no node id from etcd" \
+    "$(q_err o2 "INSERT INTO t SELECT next_snowflake_id()")"
+o1_max=$(q o1 -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 10000); SELECT max(id) FROM t")
+cluster_stop "${dir_of[o1]}" fast
+wait_state o2 held 10 && pass "once the original stopped (and released), the clone takes id 7" || fail "the clone did not take 7"
+check "the clone's IDs sort above every ID of the original" "t" \
+    "$(q o2 -c "SELECT min(next_snowflake_id()) > $o1_max FROM generate_series(1, 10000)")"
+
+# --- 4: kill -9, then a node 60 s behind takes the id ------------------------
+# takeover HOLDER NEWNODE PORT DELETE_MARK: sets old_max (the holder's
+# highest ID) and new_min (the new node's lowest); not in a subshell, so
+# that the new node is stopped at the end.
+takeover() {
+    local old=$1 new=$2 port=$3 id
+    old_max=""; new_min=""
+    id=$(held_id "$old")
+    [ -n "$id" ] || return 1
+    q "$old" -c "CREATE TABLE IF NOT EXISTS t (id bigint PRIMARY KEY)" \
+        -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 50000)"
+    old_max=$(q "$old" -c "SELECT max(id) FROM t")
+    kill9 "$old"
+    [ "$4" = yes ] && ectl del "$PREFIX/mark/$id" >/dev/null
+    # The whole server 60 s behind, its coordinator included: the in-server
+    # clock offset (libfaketime fakes a server's backends, but not its
+    # postmaster and background workers once they are up).
+    node_up "$new" "$port" "" "shardid.clock_offset_ms = -60000" "shardid.node_id = $id" \
+        "shardid.max_clock_lead = 120s" || return 1
+    wait_state "$new" held 15 || return 1
+    new_min=$(q "$new" -c "SELECT min(id) FROM (SELECT next_snowflake_id() AS id FROM generate_series(1, 50000)) x")
+}
+takeover o2 f1 $((base + 41)) no
+[ -n "${new_min:-}" ] && [ "$new_min" -gt "$old_max" ] 2>/dev/null &&
+    pass "after kill -9, a node 60 s behind takes id 7 after the TTL; all its IDs sort above the old holder's" ||
+    fail "takeover by a node 60 s behind: old max ${old_max:-?}, new min ${new_min:-?}"
+node_up h1 $((base + 42)) "" "shardid.node_id = 8" && wait_state h1 held 10
+takeover h1 f2 $((base + 43)) yes
+[ -n "${new_min:-}" ] && [ "$new_min" -lt "$old_max" ] 2>/dev/null &&
+    pass "control: with the mark deleted by hand, the node 60 s behind issues IDs below the old holder's" ||
+    fail "control without the mark: old max ${old_max:-?}, new min ${new_min:-?} (expected below)"
+
+# --- 5: a partition under load ------------------------------------------------
+python3 test/coord/proxy.py 23895 tcp $ETCD_PORT & proxy=$!; coord_pids+=("$proxy")
+sleep 0.3
+ETCD_URLS_SAVED=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23895"
+node_up p1 $((base + 51)) "" "shardid.node_id = 9" || fail "p1 did not start"
+ETCD_URLS=$ETCD_URLS_SAVED
+wait_state p1 held 10 || fail "p1 did not claim 9 through the proxy"
+q p1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)"
+( end=$((SECONDS + 9)); while [ $SECONDS -lt $end ]; do
+    q p1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 2000)" >/dev/null 2>&1
+  done ) & load=$!
+sleep 2
+cut_at=$(date +%s%3N)
+kill "$proxy"; pkill -f "proxy.py 23895" 2>/dev/null
+node_up p2 $((base + 52)) "" "shardid.node_id = 9" || fail "p2 did not start"
+wait_state p2 held 15 || fail "p2 did not take id 9 after the partition"
+wait $load
+p2_claimed=$(q p2 -c "SELECT (extract(epoch FROM claimed_at) * 1000)::bigint FROM shardid_coordination()")
+p1_last=$(q p1 -c "SELECT (extract(epoch FROM max(at)) * 1000)::bigint FROM t")
+ttl_ms=3000
+[ "$p1_last" -lt "$((cut_at + ttl_ms))" ] && [ "$p1_last" -lt "$p2_claimed" ] &&
+    pass "the cut-off holder stopped $((p1_last - cut_at)) ms after the cut (TTL $ttl_ms ms), before the new holder claimed ($((p2_claimed - cut_at)) ms)" ||
+    fail "the cut-off holder issued until $((p1_last - cut_at)) ms after the cut; the new holder claimed at $((p2_claimed - cut_at)) ms"
+[ "$p1_last" -gt "$cut_at" ] && pass "control: the holder kept issuing after the cut ($((p1_last - cut_at)) ms) until its fence" ||
+    fail "control: the holder stopped before the cut (the test cut nothing)"
+q p1 -c "COPY (SELECT id FROM t) TO STDOUT" >"$work/p1"
+q p2 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 50000)) TO STDOUT" >"$work/p2"
+check "the partition scenario: 0 duplicates over both holders of id 9" "0" "$(sort "$work/p1" "$work/p2" | uniq -d | wc -l)"
+check "the new holder's IDs all sort above the cut-off holder's" "t" \
+    "$([ "$(sort -n "$work/p2" | head -1)" -gt "$(sort -n "$work/p1" | tail -1)" ] && echo t || echo f)"
+
+# --- 6: a three-member etcd cluster loses its leader ------------------------
+members="m1=http://127.0.0.1:23961,m2=http://127.0.0.1:23962,m3=http://127.0.0.1:23963"
+for m in 1 2 3; do etcd_start "m$m" $((23950 + m)) $((23960 + m)) "$members"; done
+for m in 1 2 3; do etcd_wait_up $((23950 + m)) || fail "etcd member m$m did not start"; done
+saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23951,http://127.0.0.1:23952,http://127.0.0.1:23953"; PREFIX=/s6
+node_up r1 $((base + 61)) "" "shardid.etcd_lease_ttl = 5s" "shardid.etcd_wait = 10s" || fail "r1 did not start"
+ETCD_URLS=$saved; PREFIX=/s1
+wait_state r1 held 10 || fail "r1 did not claim through the three-member cluster"
+q r1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)"
+( end=$((SECONDS + 10)); while [ $SECONDS -lt $end ]; do
+    q r1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 500)" >/dev/null 2>&1
+  done ) & load=$!
+sleep 3
+leader=""
+for m in 1 2 3; do
+    etcdctl --endpoints="http://127.0.0.1:$((23950 + m))" endpoint status -w json 2>/dev/null |
+        python3 -c 'import json,sys; s=json.load(sys.stdin)[0]["Status"]; sys.exit(0 if s["header"]["member_id"]==s["leader"] else 1)' &&
+        leader=m$m
+done
+[ -n "$leader" ] && kill -9 "${etcd_pid_of[$leader]}"
+wait $load
+gap=$(q r1 -c "SELECT (extract(epoch FROM max(d)) * 1000)::bigint FROM (SELECT at - lag(at) OVER (ORDER BY at) AS d FROM t) x")
+rows=$(q r1 -c "SELECT count(*) FROM t")
+[ -n "$leader" ] && [ "$rows" -gt 0 ] && [ "${gap:-99999}" -lt 5000 ] &&
+    pass "killing the etcd leader ($leader) under load paused generation at most $gap ms (bound: the 5 s TTL); $rows rows, 0 duplicates (primary key)" ||
+    fail "leader kill: leader '$leader', longest pause ${gap:-?} ms, $rows rows"
+check "the node still holds its id after the leader election" "held" "$(q r1 -c "SELECT state FROM shardid_coordination()")"
+
+# --- 8: etcd down at start; wrong credentials ------------------------------
+saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23897"; PREFIX=/s8
+node_up s1 $((base + 81)) "" "shardid.etcd_wait = 1s" || fail "s1 did not start with etcd down"
+ETCD_URLS=$saved; PREFIX=/s1
+check "etcd down: decoders and reads work" "2026-01-01 00:00:00+00" \
+    "$(q s1 -c "SET timezone = UTC; SELECT snowflake_timestamp(snowflake_min_id('2026-01-01 00:00:00+00'))")"
+check "etcd down: a generator waits shardid.etcd_wait, then fails with 55000" \
+    "55000: this node holds no node id from etcd" "$(q_err s1 "SELECT next_trace_id()")"
+case $(q s1 -c "SELECT last_error FROM shardid_coordination()") in
+*"Couldn't connect"*|*"Could not connect"*) pass "etcd down: shardid_coordination() says why" ;;
+*) fail "etcd down: last_error is '$(q s1 -c "SELECT last_error FROM shardid_coordination()")'" ;;
+esac
+etcd_start late 23897 23997
+etcd_wait_up 23897 || fail "the late etcd did not start"
+wait_state s1 held 10 && pass "the node claims as soon as etcd is up" || fail "s1 did not claim after etcd came up"
+check "and generates" "ok" "$(q_err s1 "SELECT next_trace_id()")"
+# Authentication on the late etcd: a root user, auth on.
+etcdctl --endpoints=http://127.0.0.1:23897 user add root:rootpw >/dev/null 2>&1
+etcdctl --endpoints=http://127.0.0.1:23897 auth enable >/dev/null 2>&1
+echo wrongpw >"$work/badpw"; echo rootpw >"$work/goodpw"; chmod 644 "$work/badpw" "$work/goodpw"
+saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23897"; PREFIX=/s8
+node_up s2 $((base + 82)) "" "shardid.etcd_user = 'root'" "shardid.etcd_password_file = '$work/badpw'" || fail "s2 did not start"
+node_up s3 $((base + 83)) "" "shardid.etcd_user = 'root'" "shardid.etcd_password_file = '$work/goodpw'" || fail "s3 did not start"
+ETCD_URLS=$saved; PREFIX=/s1
+sleep 2
+case $(q s2 -c "SELECT last_error FROM shardid_coordination()") in
+*'authentication as "root" failed'*) pass "wrong credentials: a clear error in shardid_coordination()" ;;
+*) fail "wrong credentials: last_error is '$(q s2 -c "SELECT last_error FROM shardid_coordination()")'" ;;
+esac
+grep -q 'shardid coordinator: could not get a lease: authentication as "root" failed' "${dir_of[s2]}/server.log" &&
+    pass "wrong credentials: the same error in the server log" || fail "wrong credentials: nothing in the log"
+wait_state s3 held 10 && pass "control: the right password claims an id" || fail "the right password did not claim"
+
+# --- 9: bad input from outside ----------------------------------------------
+# A placeholder's bad value is refused with a WARNING when the library
+# defines the setting, which then keeps its default (no endpoint).
+saved=$ETCD_URLS; ETCD_URLS="127.0.0.1:2379"
+node_up bad $((base + 90)) "" "shardid.etcd_wait = 1s" || fail "a node with a malformed endpoint did not start"
+ETCD_URLS=$saved
+grep -q 'invalid value for parameter "shardid.etcd_endpoints": "127.0.0.1:2379"' "${dir_of[bad]}/server.log" &&
+    grep -q 'is not an http:// or https:// URL' "${dir_of[bad]}/server.log" &&
+    pass "a malformed endpoint setting: refused in the log, saying why" ||
+    fail "a malformed endpoint: $(grep -i etcd_endpoints "${dir_of[bad]}/server.log" | tail -2)"
+check "a malformed endpoint setting: shardid_coordination() says it is not usable" \
+    "misconfigured|shardid.etcd_endpoints is not usable: \"\" is not an http:// or https:// URL" \
+    "$(q bad -c "SELECT state, last_error FROM shardid_coordination()")"
+check "a malformed endpoint setting: generation fails with 55000" "55000: this node holds no node id from etcd" \
+    "$(q_err bad "SELECT next_snowflake_id()")"
+for mode in html truncated; do
+    port=$((23880 + ${#mode}))
+    python3 test/coord/proxy.py $port $mode & coord_pids+=($!)
+    sleep 0.3
+    saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$port"
+    node_up "b$mode" $((base + 91 + ${#mode})) "" "shardid.etcd_wait = 1s" || fail "b$mode did not start"
+    ETCD_URLS=$saved
+    sleep 1.5
+    err=$(q "b$mode" -c "SELECT last_error FROM shardid_coordination()")
+    case $mode:$err in
+    html:*'HTTP status 502'*'<html>'*|truncated:*'the answer is not JSON'*) pass "an etcd answer that is $mode: refused with '$err'" ;;
+    *) fail "an answer that is $mode: last_error '$err'" ;;
+    esac
+    check "an answer that is $mode: generation fails with 55000, the server lives" \
+        "55000: this node holds no node id from etcd" "$(q_err "b$mode" "SELECT next_snowflake_id()")"
+done
+ectl put "$PREFIX/mark/30" banana >/dev/null
+node_up k1 $((base + 95)) "" "shardid.node_id = 30" || fail "k1 did not start"
+wait_state k1 refused 10
+case $(q k1 -c "SELECT last_error FROM shardid_coordination()") in
+*"the key \"$PREFIX/mark/30\" holds \"banana\""*) pass "a mark edited to nonsense: refused, naming the key" ;;
+*) fail "a nonsense mark: $(q k1 -c "SELECT state, last_error FROM shardid_coordination()")" ;;
+esac
+ectl put "$PREFIX/mark/30" 0 >/dev/null
+wait_state k1 held 10 && pass "once the key is fixed, the node takes the id" || fail "k1 did not take 30 after the fix"
+q k1 -c "CREATE TABLE t (id bigint PRIMARY KEY)" \
+    -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 20000)"
+before=$(q k1 -c "SELECT max(id) FROM t")
+seen=$(ectl get --print-value-only "$PREFIX/mark/30")
+ectl put "$PREFIX/mark/30" 1 >/dev/null
+lease=$(q k1 -c "SELECT lease_id FROM shardid_coordination()")
+ectl lease revoke "$(printf '%x' "$lease")" >/dev/null  # the node loses the claim, claims again and reads the low mark
+sleep 1
+wait_state k1 held 10 || fail "k1 did not claim 30 again"
+mark_now=$(ectl get --print-value-only "$PREFIX/mark/30")
+[ "$mark_now" -ge "$seen" ] 2>/dev/null && pass "a mark lowered by hand: the node records a mark above the one it saw" ||
+    fail "a lowered mark: the node recorded $mark_now, below the $seen it saw"
+check "a mark lowered by hand: every later ID sorts above the earlier ones" "t" \
+    "$(q k1 -c "SELECT min(next_snowflake_id()) > $before FROM generate_series(1, 20000)")"
+for n in n1 e1 f1 p2 r1 s1 s2 bad bhtml btruncated k1; do
+    q "$n" -c "SELECT 1" >/dev/null 2>&1 || fail "node $n is down (a crash?)"
+done
+grep -l "was terminated by signal\|server process .* terminated" "${coord_dirs[@]/%//server.log}" 2>/dev/null |
+    grep -q . && fail "a server log records a crashed process" || pass "no process crashed"

@@ -1,0 +1,85 @@
+# Helpers of the coordination scenarios: a real etcd on private ports with a
+# temporary data directory, and nodes whose id comes from it. Source it after
+# scripts/lib.sh; call coord_setup first.
+
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+declare -A dir_of port_of etcd_pid_of
+coord_dirs=()
+coord_pids=()
+
+coord_setup() {  # BASE_PORT: nodes on BASE_PORT+1.., etcds on BASE_PORT-2000..
+    base=$1
+    work=$(pg_tmpdir)
+    trap coord_cleanup EXIT
+}
+
+coord_cleanup() {
+    local d p
+    for d in "${coord_dirs[@]}"; do cluster_stop "$d" immediate; done
+    for p in "${coord_pids[@]}" "${etcd_pid_of[@]}"; do kill -9 "$p" 2>/dev/null; done
+    wait 2>/dev/null
+    rm -rf "$work"
+}
+
+# etcd_start NAME CLIENT_PORT PEER_PORT [INITIAL_CLUSTER]: one member.
+etcd_start() {
+    local name=$1 cport=$2 pport=$3 cluster=${4:-$1=http://127.0.0.1:$3}
+    etcd --name "$name" --data-dir "$work/etcd-$name" \
+        --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+        --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+        --initial-cluster "$cluster" --initial-cluster-state new --log-level error \
+        >"$work/etcd-$name.log" 2>&1 &
+    etcd_pid_of[$name]=$!
+}
+etcd_wait_up() {  # CLIENT_PORT
+    for _ in $(seq 1 100); do
+        etcdctl --endpoints="http://127.0.0.1:$1" endpoint health >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    return 1
+}
+ectl() { etcdctl --endpoints="http://127.0.0.1:$ETCD_PORT" "$@"; }
+
+# node_up NAME PORT [FAKETIME] [CONFIG LINE...]: a started node with its id
+# from the etcd at $ETCD_URLS under $PREFIX (FAKETIME "" for the real clock).
+node_up() {
+    local name=$1 port=$2 fake=$3 d; shift 3
+    d=$(pg_tmpdir); coord_dirs+=("$d"); dir_of[$name]=$d; port_of[$name]=$port
+    cluster_init "$d" "shared_preload_libraries = 'shardid'" "shardid.node_id_source = etcd" \
+        "shardid.etcd_endpoints = '$ETCD_URLS'" "shardid.etcd_prefix = '$PREFIX'" "shardid.etcd_lease_ttl = 3s" \
+        "shardid.etcd_wait = 2s" "shardid.launch_id = 1" "shardid.node_id = -1" "$@" || return 1
+    node_start "$name" "$fake" && q "$name" -c "CREATE EXTENSION shardid"
+}
+node_start() {  # NAME [FAKETIME]
+    local d=${dir_of[$1]}
+    if [ -n "${2:-}" ]; then
+        as_pg env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$2" "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" \
+            -o "-p ${port_of[$1]}" -w -t 60 start >/dev/null 2>&1
+    else
+        as_pg "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -o "-p ${port_of[$1]}" -w -t 60 start >/dev/null 2>&1
+    fi || { tail -5 "$d/server.log" >&2; return 1; }
+}
+q() { local n=$1; shift; PGOPTIONS="-c client_min_messages=warning" cluster_psql "${dir_of[$n]}" "${port_of[$n]}" -At "$@"; }
+# q_err NODE SQL: the SQLSTATE and message of a failing statement ("ok" if it works).
+q_err() {
+    local out
+    out=$(psql -X -q -h "${dir_of[$1]}" -p "${port_of[$1]}" -U postgres -d postgres -At -v VERBOSITY=verbose \
+        -c "$2" 2>&1 >/dev/null) && { echo ok; return; }
+    grep -m1 -o 'ERROR:  [0-9A-Z]\{5\}: .*' <<<"$out" | sed 's/^ERROR:  //'
+}
+# wait_state NODE STATE SECONDS: until shardid_coordination().state is STATE.
+wait_state() {
+    for _ in $(seq 1 $(($3 * 10))); do
+        [ "$(q "$1" -c "SELECT state FROM shardid_coordination()" 2>/dev/null)" = "$2" ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+held_id() { q "$1" -c "SELECT node_id FROM shardid_coordination()"; }
+# kill9 NODE: the postmaster and every process of it, at once.
+kill9() {
+    local pid
+    pid=$(head -1 "${dir_of[$1]}/data/postmaster.pid")
+    kill -9 "$pid" $(pgrep -P "$pid") 2>/dev/null
+    sleep 0.2
+}

@@ -1,0 +1,203 @@
+// The coordination rules (src/core/coord.hpp) and the etcd answer decoders
+// (src/core/etcd.hpp), without an etcd: what a broken proxy, a truncated
+// body or a hand-edited key looks like must be refused, never crash.
+#include <gtest/gtest.h>
+
+#include "core/coord.hpp"
+#include "core/etcd.hpp"
+
+using namespace shardid;
+
+TEST(Coord, FenceStopsBeforeTheLeaseCanExpire)
+{
+    for (int64_t ttl : {2000, 3000, 10000, 60000, 300000}) {
+        const int64_t sent = 123456;
+        // etcd renews the lease for ttl from when the request reached it,
+        // which is after `sent`: the holder stops a margin earlier.
+        EXPECT_LE(coord::fence_deadline_ms(sent, ttl), sent + ttl - 1000) << ttl;
+        EXPECT_GE(coord::fence_margin_ms(ttl), ttl / 5);
+        // A keepalive every third of the TTL, each bounded by a timeout,
+        // renews the fence before it passes.
+        EXPECT_LT(coord::keepalive_every_ms(ttl) + coord::request_timeout_ms(ttl),
+                  coord::fence_deadline_ms(0, ttl))
+            << ttl;
+    }
+}
+
+TEST(Coord, WindowMovesAheadOfClockNeedAndFloor)
+{
+    const int64_t span = coord::window_span_ms;
+    EXPECT_FALSE(coord::window_due(1000, 1000 + span, -1));
+    EXPECT_TRUE(coord::window_due(1000 + span / 2, 1000 + span, -1));
+    EXPECT_TRUE(coord::window_due(1000, 1000 + span, 1000 + span));  // a generator needs a tick beyond it
+    EXPECT_EQ(coord::window_target(1000, -1, 0, 0), 1000 + span);
+    EXPECT_EQ(coord::window_target(1000, 5000, 0, 0), 5000 + span);
+    // A node whose clock is 60 s behind the previous holder's mark starts
+    // its window above that mark, not at its own clock.
+    EXPECT_EQ(coord::window_target(1000, -1, 61000, 61000), 61000 + span);
+    // Never below what was recorded.
+    EXPECT_EQ(coord::window_target(1000, -1, 0, 90000), 90000);
+}
+
+TEST(Coord, LowestFreeId)
+{
+    EXPECT_EQ(coord::lowest_free({}, 0, 1023), 0);
+    EXPECT_EQ(coord::lowest_free({0, 1, 3}, 0, 1023), 2);
+    EXPECT_EQ(coord::lowest_free({3, 1, 0, 2}, 0, 1023), 4);
+    EXPECT_EQ(coord::lowest_free({5, 6}, 5, 7), 7);
+    EXPECT_EQ(coord::lowest_free({5, 6, 7}, 5, 7), -1);
+    EXPECT_EQ(coord::lowest_free({100}, 5, 7), 5);
+}
+
+TEST(Coord, Keys)
+{
+    EXPECT_EQ(coord::node_key("/shardid", 7), "/shardid/node/7");
+    EXPECT_EQ(coord::mark_key("/p", 0), "/p/mark/0");
+    EXPECT_EQ(coord::counter_key("/p", "run"), "/p/counter/run");
+    EXPECT_EQ(coord::prefix_end("/p/node"), "/p/node0");
+    EXPECT_EQ(coord::node_id_of_key("/p", "/p/node/12"), 12);
+    EXPECT_EQ(coord::node_id_of_key("/p", "/p/node/x"), -1);
+    EXPECT_EQ(coord::node_id_of_key("/p", "/p/node/-1"), -1);
+    EXPECT_EQ(coord::node_id_of_key("/p", "/q/node/1"), -1);
+    EXPECT_EQ(coord::node_id_of_key("/p", "/p/node/99999999999"), -1);
+}
+
+TEST(Coord, CountsAreDigitsOnly)
+{
+    int64_t v = -1;
+    EXPECT_TRUE(coord::parse_count("0", &v));
+    EXPECT_EQ(v, 0);
+    EXPECT_TRUE(coord::parse_count("9223372036854775807", &v));
+    EXPECT_EQ(v, INT64_MAX);
+    for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1e3", "banana", "9223372036854775808", "99999999999999999999",
+                            "0x10", "1.5"})
+        EXPECT_FALSE(coord::parse_count(bad, &v)) << bad;
+}
+
+TEST(Coord, Holders)
+{
+    coord::Holder h{"db1", 5432, "7311", "2026-11-23T10:00:00Z"};
+    EXPECT_EQ(coord::describe_holder(coord::holder_value(h)),
+              "host db1 port 5432, system identifier 7311, since 2026-11-23T10:00:00Z");
+    EXPECT_EQ(coord::describe_holder("nonsense\x01"), "an unknown holder (the key holds \"nonsense?\")");
+    EXPECT_EQ(coord::describe_holder("{\"host\":1}"), "an unknown holder (the key holds \"{\"host\":1}\")");
+}
+
+TEST(Coord, Endpoints)
+{
+    std::vector<std::string> e;
+    std::string why;
+    EXPECT_TRUE(coord::parse_endpoints("http://127.0.0.1:2379", &e, &why));
+    EXPECT_EQ(e, std::vector<std::string>{"http://127.0.0.1:2379"});
+    EXPECT_TRUE(coord::parse_endpoints("http://a:1, https://b.example:2379/", &e, &why));
+    EXPECT_EQ(e, (std::vector<std::string>{"http://a:1", "https://b.example:2379"}));
+    for (const char* bad : {"", "127.0.0.1:2379", "http://a", "http://a:0", "http://a:70000", "http://a:1/v3",
+                            "ftp://a:1", "http://a:1,,http://b:2", "http://:1", "http://a b:1"})
+        EXPECT_FALSE(coord::parse_endpoints(bad, &e, &why)) << bad;
+    EXPECT_TRUE(coord::valid_prefix("/shardid", &why));
+    for (const char* bad : {"", "/", "shardid", "/shardid/", "/a b"})
+        EXPECT_FALSE(coord::valid_prefix(bad, &why)) << bad;
+}
+
+TEST(Etcd, Base64RoundTrip)
+{
+    for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", "/shardid/node/7", std::string("\0\xff\x10", 3)}) {
+        std::string back;
+        ASSERT_TRUE(etcd::base64_decode(etcd::base64_encode(s), &back));
+        EXPECT_EQ(back, s);
+    }
+    std::string out;
+    EXPECT_EQ(etcd::base64_encode("/x/mark/1"), "L3gvbWFyay8x");
+    for (const char* bad : {"a", "abc", "ab=c", "a===", "!!!!", "L3gv\nbWFy"})
+        EXPECT_FALSE(etcd::base64_decode(bad, &out)) << bad;
+}
+
+TEST(Etcd, DecodesWhatTheGatewaySends)
+{
+    std::string why;
+    etcd::Grant g;
+    ASSERT_TRUE(etcd::decode_grant(R"({"header":{"revision":"1"},"ID":"2324035566609714949","TTL":"10"})", &g, &why));
+    EXPECT_EQ(g.id, "2324035566609714949");
+    EXPECT_EQ(g.ttl_s, 10);
+
+    int64_t ttl = 0;
+    bool alive = false;
+    ASSERT_TRUE(etcd::decode_keepalive(R"({"result":{"header":{},"ID":"5","TTL":"10"}})", &ttl, &alive, &why));
+    EXPECT_TRUE(alive);
+    EXPECT_EQ(ttl, 10);
+    ASSERT_TRUE(etcd::decode_keepalive(R"({"result":{"header":{},"ID":"5"}})", &ttl, &alive, &why));
+    EXPECT_FALSE(alive);  // etcd no longer knows the lease
+
+    etcd::Txn t;
+    ASSERT_TRUE(etcd::decode_txn(R"({"header":{},"succeeded":true,"responses":[{"response_put":{"header":{}}}]})", &t,
+                                 &why));
+    EXPECT_TRUE(t.succeeded);
+    ASSERT_TRUE(etcd::decode_txn(
+        R"({"header":{},"responses":[{"response_range":{"header":{},"kvs":[{"key":"L3gvbm9kZS8x","create_revision":"2","mod_revision":"3","version":"1","value":"aGk=","lease":"77"}],"count":"1"}}]})",
+        &t, &why));
+    EXPECT_FALSE(t.succeeded);  // etcd leaves "succeeded" out when false
+    ASSERT_EQ(t.kvs.size(), 1u);
+    EXPECT_EQ(t.kvs[0].key, "/x/node/1");
+    EXPECT_EQ(t.kvs[0].value, "hi");
+    EXPECT_EQ(t.kvs[0].lease, "77");
+    EXPECT_EQ(t.kvs[0].mod_revision, 3);
+
+    std::vector<etcd::KeyValue> kvs;
+    ASSERT_TRUE(etcd::decode_range(R"({"header":{}})", &kvs, &why));
+    EXPECT_TRUE(kvs.empty());
+}
+
+TEST(Etcd, RefusesWhatTheApiDoesNotPromise)
+{
+    const char* bodies[] = {
+        "<html><body>502 Bad Gateway</body></html>",
+        R"({"header":{},"ID":"23240355666)",  // truncated
+        "",
+        "[]",
+        "null",
+        R"({"error":"etcdserver: requested lease not found","code":5,"message":"etcdserver: requested lease not found"})",
+        R"({"header":{},"ID":"abc","TTL":"10"})",
+        R"({"header":{},"ID":"5","TTL":"-3"})",
+        R"({"header":{},"succeeded":"yes"})",
+        R"({"header":{},"kvs":[{"key":"!!!","value":"aGk="}]})",
+        R"({"header":{},"kvs":{"key":"L3g="}})",
+        R"({"header":{},"kvs":[{"key":"L3g=","mod_revision":"99999999999999999999999"}]})",
+        R"({"result":"x"})",
+    };
+    for (const char* body : bodies) {
+        std::string why;
+        etcd::Grant g;
+        etcd::Txn t;
+        std::vector<etcd::KeyValue> kvs;
+        int64_t ttl;
+        bool alive;
+        EXPECT_FALSE(etcd::decode_grant(body, &g, &why)) << body;
+        EXPECT_FALSE(why.empty());
+        const bool txn_ok = etcd::decode_txn(body, &t, &why);
+        const bool range_ok = etcd::decode_range(body, &kvs, &why);
+        EXPECT_FALSE(etcd::decode_keepalive(body, &ttl, &alive, &why)) << body;
+        // Without etcd's header no answer is a transaction's or a range's;
+        // a range with malformed kvs is refused.
+        const bool header = std::string(body).find("\"header\"") != std::string::npos;
+        EXPECT_FALSE(txn_ok && !header) << body;
+        EXPECT_FALSE(range_ok && (!header || std::string(body).find("kvs") != std::string::npos)) << body;
+    }
+    std::string why;
+    etcd::Txn t;
+    EXPECT_FALSE(etcd::decode_txn(R"({"header":{},"responses":{}})", &t, &why));
+    EXPECT_FALSE(etcd::decode_txn(R"({"header":{},"responses":[{"response_range":{"kvs":[{"key":"%%"}]}}]})", &t, &why));
+    etcd::Grant g;
+    EXPECT_FALSE(etcd::decode_grant("<html><body>502 Bad Gateway</body></html>", &g, &why));
+    EXPECT_EQ(why, "the answer is not JSON: \"<html><body>502 Bad Gateway</body></html>\"");
+}
+
+TEST(Etcd, EncodesTransactions)
+{
+    const std::string body =
+        etcd::encode_txn({{etcd::Compare::Target::create, "/p/node/1", 0, ""}}, {{true, "/p/node/1", "v", "42"}},
+                         {{false, "/p/node/1", "", ""}});
+    EXPECT_EQ(body,
+              R"({"compare":[{"create_revision":"0","key":"L3Avbm9kZS8x","result":"EQUAL","target":"CREATE"}],)"
+              R"("failure":[{"request_range":{"key":"L3Avbm9kZS8x"}}],)"
+              R"("success":[{"request_put":{"key":"L3Avbm9kZS8x","lease":"42","value":"dg=="}}]})");
+}
