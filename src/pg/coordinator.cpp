@@ -182,6 +182,14 @@ bool coord_check_node_id(int* newval, void**, GucSource source)
 
 void coord_define_settings()
 {
+    DefineCustomIntVariable("shardid.etcd_wait", "How long a generator waits for a claim or a counter from etcd.",
+                            "After it, generation fails with SQLSTATE 55000.", &etcd_wait_ms, 10000, 0, 3600000,
+                            PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
+    // The rest take effect at server start, which PostgreSQL allows only
+    // for a library in shared_preload_libraries; loaded later, a node takes
+    // its id from shardid.node_id (there is no worker to claim one).
+    if (!process_shared_preload_libraries_in_progress)
+        return;
     DefineCustomEnumVariable("shardid.node_id_source", "Where this node's id comes from: setting or etcd.",
                              "setting: shardid.node_id as configured. etcd: claimed from etcd at server start, "
                              "with fencing and marks, so that no two nodes use one id.",
@@ -214,9 +222,6 @@ void coord_define_settings()
                             "Keep it within the node field of every scheme in use (1023 fits them all).",
                             &etcd_node_id_max, 1023, 0, INT_MAX, PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL,
                             NULL);
-    DefineCustomIntVariable("shardid.etcd_wait", "How long a generator waits for a claim or a counter from etcd.",
-                            "After it, generation fails with SQLSTATE 55000.", &etcd_wait_ms, 10000, 0, 3600000,
-                            PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
 }
 
 void coord_register_worker()
