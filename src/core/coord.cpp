@@ -67,10 +67,7 @@ std::string holder_value(const Holder& h)
     return j.dump();
 }
 
-namespace {
-
-// Printable ASCII only, cut to `max` characters, for messages.
-std::string printable(const std::string& s, size_t max = 80)
+std::string printable(const std::string& s, size_t max)
 {
     std::string out;
     for (char c : s) {
@@ -82,8 +79,6 @@ std::string printable(const std::string& s, size_t max = 80)
     }
     return out;
 }
-
-}  // namespace
 
 std::string describe_holder(const std::string& value)
 {

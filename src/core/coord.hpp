@@ -89,6 +89,10 @@ int node_id_of_key(const std::string& prefix, const std::string& key);
 // no spaces, at most int64's maximum; false for anything else.
 bool parse_count(const std::string& text, int64_t* out);
 
+// Printable ASCII only ('?' for anything else), cut to `max` characters
+// with "..." after: text from outside, for messages.
+std::string printable(const std::string& s, size_t max = 80);
+
 // Who holds an id: the value of its node key.
 struct Holder {
     std::string host;

@@ -1,5 +1,7 @@
 #include "core/etcd.hpp"
 
+#include "core/coord.hpp"
+
 #include <curl/curl.h>
 
 #include <nlohmann/json.hpp>
@@ -12,18 +14,7 @@ namespace {
 
 constexpr size_t max_answer = 1 << 20;  // a larger answer is not etcd's
 
-std::string printable(const std::string& s, size_t max = 60)
-{
-    std::string out;
-    for (char c : s) {
-        if (out.size() >= max) {
-            out += "...";
-            break;
-        }
-        out += (c >= 32 && c < 127) ? c : '?';
-    }
-    return out;
-}
+std::string printable(const std::string& s, size_t max = 60) { return coord::printable(s, max); }
 
 // The body as a JSON object, or false with a reason; an etcd error object
 // ({"error": ..., "code": ..., "message": ...}) is a failure with its message.

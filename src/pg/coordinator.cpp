@@ -365,6 +365,7 @@ private:
     void claim();
     bool read_mark();
     void renew_window();
+    bool record_window(int id, int64_t end);
     void serve_counters();
     void lose_claim(const std::string& why);
     void release();
@@ -546,18 +547,8 @@ void Worker::claim()
     raise_claim_floor(floor_ms_);
     recorded_ms_ = floor_ms_;
     const int64_t end = coord::window_target(wall_clock().now_ms(), -1, floor_ms_, recorded_ms_);
-    const std::string node = coord::node_key(prefix_, claimed_), mark = coord::mark_key(prefix_, claimed_);
-    etcd::Txn t;
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}},
-                                      {{true, mark, std::to_string(end), ""}}, {}),
-                     &t, &why)) {
-        error("could not record the window of node id " + std::to_string(claimed_) + ": " + why);
+    if (!record_window(claimed_, end))
         return;
-    }
-    if (!t.succeeded) {
-        lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
-        return;
-    }
     recorded_ms_ = end;
     seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
     CoordShared& c = cs();
@@ -591,10 +582,7 @@ bool Worker::read_mark()
     }
     int64_t mark = 0;
     if (!kvs.empty() && !coord::parse_count(kvs[0].value, &mark)) {
-        std::string shown;
-        for (char ch : kvs[0].value.substr(0, 40))
-            shown += (ch >= 32 && ch < 127) ? ch : '?';
-        error("the key \"" + key + "\" holds \"" + shown +
+        error("the key \"" + key + "\" holds \"" + coord::printable(kvs[0].value, 40) +
               "\", which is not a time in milliseconds: node id " + std::to_string(claimed_) +
               " is not used until it is fixed");
         refused_ = true;
@@ -602,6 +590,27 @@ bool Worker::read_mark()
     }
     // A mark lowered by hand never lowers what this node has seen.
     floor_ms_ = std::max(mark, seen_marks_[claimed_]);
+    return true;
+}
+
+// Records `end` as the window's end of `id` in etcd, only while this
+// node's lease holds the id; false (and the claim given up, when the lease
+// no longer holds it) otherwise.
+bool Worker::record_window(int id, int64_t end)
+{
+    const std::string node = coord::node_key(prefix_, id), mark = coord::mark_key(prefix_, id);
+    std::string why;
+    etcd::Txn t;
+    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}},
+                                      {{true, mark, std::to_string(end), ""}}, {}),
+                     &t, &why)) {
+        error("could not record the window of node id " + std::to_string(id) + ": " + why);
+        return false;
+    }
+    if (!t.succeeded) {
+        lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
+        return false;
+    }
     return true;
 }
 
@@ -613,19 +622,8 @@ void Worker::renew_window()
     if (!coord::window_due(now, recorded_ms_, need))
         return;
     const int64_t end = coord::window_target(now, need, floor_ms_, recorded_ms_);
-    const std::string node = coord::node_key(prefix_, held_), mark = coord::mark_key(prefix_, held_);
-    std::string why;
-    etcd::Txn t;
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}},
-                                      {{true, mark, std::to_string(end), ""}}, {}),
-                     &t, &why)) {
-        error("could not move the window of node id " + std::to_string(held_) + ": " + why);
+    if (!record_window(held_, end))
         return;
-    }
-    if (!t.succeeded) {
-        lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
-        return;
-    }
     recorded_ms_ = end;
     seen_marks_[held_] = std::max(seen_marks_[held_], end);
     c.window_end_ms.store(end, std::memory_order_release);
@@ -653,10 +651,7 @@ void Worker::serve_counters()
         if (!kvs.empty()) {
             revision = kvs[0].mod_revision;
             if (!coord::parse_count(kvs[0].value, &current)) {
-                std::string shown;
-                for (char ch : kvs[0].value.substr(0, 40))
-                    shown += (ch >= 32 && ch < 127) ? ch : '?';
-                error("the key \"" + key + "\" holds \"" + shown + "\", which is not a count: no " +
+                error("the key \"" + key + "\" holds \"" + coord::printable(kvs[0].value, 40) + "\", which is not a count: no " +
                       coord_counter_name(which) + " is taken until it is fixed");
                 continue;
             }
