@@ -23,8 +23,8 @@ make -s build/engine_bench >/dev/null
 dir=$(pg_tmpdir)
 port=55460
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
-cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" \
-    "max_connections = 20" "shared_buffers = '256MB'" "jit = off" "work_mem = '512MB'"
+server_conf=("max_connections = 20" "shared_buffers = '256MB'" "jit = off" "work_mem = '512MB'")
+cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" "${server_conf[@]}"
 cluster_start "$dir" "$port"
 q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -At "$@"; }
 table() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -P footer=off "$@"; }
@@ -212,6 +212,62 @@ for e in exprs:
     p.stdin.close(); p.wait()
     print(f"  {e:40s} peak RSS of the backend over {calls} calls in one statement: +{after - before} kB")
 PY
+echo
+
+# --- 5b. node ids from etcd -------------------------------------------------
+# A second server whose node id comes from a real etcd (private ports, a
+# temporary data directory), with the default lease TTL (10 s).
+edir=$(pg_tmpdir); eport=55461; etcd_cport=23861; etcd_pport=23961
+trap 'cluster_stop "$dir" immediate; cluster_stop "$edir" immediate; [ -n "${etcd_pid:-}" ] && kill -9 "$etcd_pid" 2>/dev/null; rm -rf "$dir" "$edir"' EXIT
+etcd --name bench --data-dir "$edir/etcd" --log-level error \
+    --listen-client-urls "http://127.0.0.1:$etcd_cport" --advertise-client-urls "http://127.0.0.1:$etcd_cport" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_pport" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_pport" \
+    --initial-cluster "bench=http://127.0.0.1:$etcd_pport" >"$edir/etcd.log" 2>&1 &
+etcd_pid=$!; disown "$etcd_pid"
+for _ in $(seq 1 100); do
+    etcdctl --endpoints="http://127.0.0.1:$etcd_cport" endpoint health >/dev/null 2>&1 && break; sleep 0.1
+done
+cluster_init "$edir" "shared_preload_libraries = 'shardid'" "shardid.node_id_source = etcd" \
+    "shardid.etcd_endpoints = 'http://127.0.0.1:$etcd_cport'" "shardid.node_id = -1" "shardid.launch_id = 1" \
+    "shardid.etcd_wait = 30s" "${server_conf[@]}"
+qe() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$edir" "$eport" -At "$@"; }
+cluster_start "$edir" "$eport"
+qe -c "CREATE EXTENSION shardid"
+cluster_stop "$edir"   # a clean stop gives the id back (the lease is revoked)
+t0=$(date +%s%N)
+cluster_start "$edir" "$eport"
+t_up=$(date +%s%N)
+qe -c "SELECT next_snowflake_id()" >/dev/null
+t_id=$(date +%s%N)
+echo "## Node ids from etcd (shardid.node_id_source = etcd, default lease TTL 10 s; etcd $(etcd --version | awk '/etcd Version/ {print $3}') on this machine)"
+echo "  server start to first ID: $(( (t_id - t0) / 1000000 )) ms (pg_ctl start -w: $(( (t_up - t0) / 1000000 )) ms; then the claim and the first mark)"
+# Per-ID cost, etcd and settings, in interleaved rounds of the same statement.
+for r in $(seq "$REPS"); do
+    for side in setting etcd; do
+        f=q; [ $side = etcd ] && f=qe
+        $f -c "SELECT '$side', extract(epoch FROM clock_timestamp() - t0) * 1e9 / $N
+               FROM (SELECT clock_timestamp() AS t0) t, LATERAL (SELECT count(next_trace_id()) FROM generate_series(1, $N)) g"
+    done
+done >"$edir/cost"
+awk -F'|' '{ v[$1] = (v[$1] == "" || $2 < v[$1]) ? $2 : v[$1] }
+    END { printf "  per ID, next_trace_id(), fastest of %d rounds: setting %.1f ns/row, etcd %.1f ns/row (etcd / setting = %.3f)\n",
+          NR / 2, v["setting"], v["etcd"], v["etcd"] / v["setting"] }' "$edir/cost"
+# etcd requests at steady state: idle, and while IDs are generated.
+SPAN=$([ $smoke = yes ] && echo 2 || echo 20)
+req() { qe -c "SELECT requests FROM shardid_coordination()"; }
+sleep 2; r0=$(req); sleep "$SPAN"; r1=$(req)
+( qe -c "SET statement_timeout = '$((SPAN + 2))s'" \
+     -c "SELECT count(next_trace_id()) FROM generate_series(1, 1000000000000)" >/dev/null 2>&1 || true ) &
+gen=$!
+sleep 1; r2=$(req); sleep "$SPAN"; r3=$(req); wait "$gen" || true
+echo "  etcd requests per second over ${SPAN} s: idle $(awk -v a="$r0" -v b="$r1" -v s="$SPAN" 'BEGIN {printf "%.2f", (b - a) / s}'), generating $(awk -v a="$r2" -v b="$r3" -v s="$SPAN" 'BEGIN {printf "%.2f", (b - a) / s}') (a keepalive every TTL/3, and the window's mark moved every second, idle or not, so that no ID waits for etcd)"
+if [ $smoke = no ]; then
+    # The failover pause under Patroni: the coordination suite's scenario 7
+    # measures it (three members on etcd, kill -9 of the leader under load).
+    bash test/coord/patroni.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
+else
+    echo "  (the Patroni failover pause: a full run takes it from test/coord/patroni.sh)"
+fi
 echo
 
 # --- 6. the pure C++ engine ---------------------------------------------------

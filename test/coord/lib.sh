@@ -18,7 +18,7 @@ coord_cleanup() {
     for d in "${coord_dirs[@]}"; do cluster_stop "$d" immediate; done
     for p in "${coord_pids[@]}" "${etcd_pid_of[@]}"; do kill -9 "$p" 2>/dev/null; done
     wait 2>/dev/null
-    rm -rf "$work"
+    rm -rf "$work" "${coord_dirs[@]}"
 }
 
 # etcd_start NAME CLIENT_PORT PEER_PORT [INITIAL_CLUSTER]: one member.
@@ -53,7 +53,7 @@ node_up() {
 node_start() {  # NAME [FAKETIME]
     local d=${dir_of[$1]}
     if [ -n "${2:-}" ]; then
-        as_pg env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$2" "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" \
+        as_pg env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$2" FAKETIME_DISABLE_SHM=1 FAKETIME_DONT_RESET=1 FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" \
             -o "-p ${port_of[$1]}" -w -t 60 start >/dev/null 2>&1
     else
         as_pg "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -o "-p ${port_of[$1]}" -w -t 60 start >/dev/null 2>&1
