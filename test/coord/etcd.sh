@@ -179,9 +179,13 @@ ETCD_URLS_SAVED=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23895"
 node_up p1 $((base + 51)) "" "shardid.node_id = 9" || fail "p1 did not start"
 ETCD_URLS=$ETCD_URLS_SAVED
 wait_state p1 held 10 || fail "p1 did not claim 9 through the proxy"
-q p1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)"
+# Besides snowflake IDs, a layout with one-minute ticks: the mark's window
+# (2 s ahead) cannot stop those within the minute, only the fence can.
+q p1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)" -c "CREATE TABLE tc (id bigint PRIMARY KEY, at timestamptz)" \
+    -c "SELECT create_layout('per_minute', '2024-01-01', '1 minute', 30, 10, 23)" >/dev/null
 ( end=$((SECONDS + 9)); while [ $SECONDS -lt $end ]; do
     q p1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 2000)" >/dev/null 2>&1
+    q p1 -c "INSERT INTO tc SELECT next_id('per_minute'), clock_timestamp() FROM generate_series(1, 200)" >/dev/null 2>&1
   done ) & load=$!
 sleep 2
 cut_at=$(date +%s%3N)
@@ -195,8 +199,14 @@ ttl_ms=3000
 [ "$p1_last" -lt "$((cut_at + ttl_ms))" ] && [ "$p1_last" -lt "$p2_claimed" ] &&
     pass "the cut-off holder stopped $((p1_last - cut_at)) ms after the cut (TTL $ttl_ms ms), before the new holder claimed ($((p2_claimed - cut_at)) ms)" ||
     fail "the cut-off holder issued until $((p1_last - cut_at)) ms after the cut; the new holder claimed at $((p2_claimed - cut_at)) ms"
+p1_last_coarse=$(q p1 -c "SELECT (extract(epoch FROM max(at)) * 1000)::bigint FROM tc")
+[ "$p1_last_coarse" -lt "$((cut_at + ttl_ms))" ] && [ "$p1_last_coarse" -lt "$p2_claimed" ] &&
+    pass "its IDs of one-minute ticks, which only the fence stops, stopped $((p1_last_coarse - cut_at)) ms after the cut, before the new holder claimed" ||
+    fail "the cut-off holder issued IDs of one-minute ticks until $((p1_last_coarse - cut_at)) ms after the cut; the new holder claimed at $((p2_claimed - cut_at)) ms"
 [ "$p1_last" -gt "$cut_at" ] && pass "control: the holder kept issuing after the cut ($((p1_last - cut_at)) ms) until its fence" ||
     fail "control: the holder stopped before the cut (the test cut nothing)"
+[ "$p1_last_coarse" -gt "$cut_at" ] && pass "control: it issued IDs of one-minute ticks after the cut too ($((p1_last_coarse - cut_at)) ms)" ||
+    fail "control: no ID of one-minute ticks after the cut"
 q p1 -c "COPY (SELECT id FROM t) TO STDOUT" >"$work/p1"
 q p2 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 50000)) TO STDOUT" >"$work/p2"
 check "the partition scenario: 0 duplicates over both holders of id 9" "0" "$(sort "$work/p1" "$work/p2" | uniq -d | wc -l)"
