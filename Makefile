@@ -8,8 +8,8 @@ MODULE_big = shardid
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\\(.*\\)'/\\1/p" $(dir $(lastword $(MAKEFILE_LIST)))shardid.control)
 DISTVERSION = $(EXTVERSION).0
 
-CORE_OBJS = src/core/coord.o src/core/etcd.o src/core/node_state.o src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
-PG_OBJS = src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/persist.o src/pg/status.o src/pg/state_file.o src/pg/timeconv.o src/pg/layouts.o \
+CORE_OBJS = src/core/uuidv7.o src/core/coord.o src/core/etcd.o src/core/node_state.o src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
+PG_OBJS = src/pg/uuidv7.o src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/persist.o src/pg/status.o src/pg/state_file.o src/pg/timeconv.o src/pg/layouts.o \
 	src/pg/trace.o src/pg/timeids.o src/pg/counters.o src/pg/codecs.o src/pg/eightbyte.o src/pg/keys.o \
 	src/pg/timefilter.o src/pg/advance.o src/pg/coordinator.o
 OBJS = $(CORE_OBJS) $(PG_OBJS)
@@ -29,7 +29,7 @@ DATA = $(wildcard sql/shardid--*.sql)
 #             layout and key the tests before them made) and create it again;
 #   rules     makes permanent layouts and keys: last, so no listing of
 #             layouts or keys in another test sees them.
-REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter upgrade hostile review2 sharding rules
+REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter uuidv7 upgrade hostile review2 sharding rules
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 

@@ -45,6 +45,7 @@ END $$;
 -- Tables for the insert benchmark.
 CREATE TABLE bench_identity (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text);
 CREATE TABLE bench_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), payload text);
+CREATE TABLE bench_uuidv7 (id uuid PRIMARY KEY DEFAULT next_uuidv7(), payload text);
 CREATE TABLE bench_snowflake (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), payload text);
 CREATE TABLE bench_trace (id bigint PRIMARY KEY DEFAULT next_trace_id(), payload text);
 

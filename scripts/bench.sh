@@ -36,7 +36,7 @@ echo
 
 # --- 1. cost per ID in SQL, above the floor ----------------------------------
 uncapped="'i::bigint','clock_timestamp()','nextval(''bench_seq_cache1'')','nextval(''bench_seq_cache1000'')','gen_random_uuid()','bench_insta_next_id()','next_trace_id()','next_id(''bench_wide'', 0)','next_decimal_id()','next_call_number()','obfuscate_id(i)','reveal_id(i)'"
-capped="'next_snowflake_id()','next_instagram_id(1)'"
+capped="'next_snowflake_id()','next_instagram_id(1)','next_uuidv7()'"
 q -c "CALL bench_costs(ARRAY[$uncapped, $capped], $N, $REPS)"
 echo "## Cost per ID: SELECT count(g) FROM (SELECT <expr> AS g FROM generate_series(1, $N)) s; $REPS interleaved rounds"
 echo "(figures from each expression's fastest round, the least disturbed on a shared machine; median and max for context)"
@@ -137,7 +137,7 @@ echo "## INSERT throughput: pgbench, 1 client, single-row INSERTs, ${INS_T} s x 
 script=$(mktemp); chmod 644 "$script"
 declare -A tps
 for round in $(seq 1 $INS_ROUNDS); do
-    for t in identity uuid snowflake trace; do
+    for t in identity uuid uuidv7 snowflake trace; do
         echo "INSERT INTO bench_$t (payload) VALUES ('payload');" >"$script"
         v=$("$PG_BIN/pgbench" -n -h "$dir" -p "$port" -U postgres -c 1 -T "$INS_T" -f "$script" postgres 2>/dev/null \
             | awk '/^tps/ {print $3; exit}')
@@ -145,38 +145,45 @@ for round in $(seq 1 $INS_ROUNDS); do
     done
 done
 rm -f "$script"
-python3 - "${tps[identity]}" "${tps[uuid]}" "${tps[snowflake]}" "${tps[trace]}" <<'PY'
+python3 - "${tps[identity]}" "${tps[uuid]}" "${tps[uuidv7]}" "${tps[snowflake]}" "${tps[trace]}" <<'PY'
 import statistics, sys
-names = ["identity (bigint)", "gen_random_uuid() (uuid)", "next_snowflake_id()", "next_trace_id()"]
+names = ["identity (bigint)", "gen_random_uuid() (uuid)", "next_uuidv7() (uuid)", "next_snowflake_id()", "next_trace_id()"]
 med = [statistics.median(float(x) for x in arg.split()) for arg in sys.argv[1:]]
 for n, m in zip(names, med):
     print(f"  {n:28s} {m:10.0f} tps   {m / med[0]:.3f}x identity")
 PY
 echo
-echo "## Primary-key index size after $IDX_N rows (one by one, and in bulk)"
+echo "## Primary-key index: size after $IDX_N rows (one by one, and in bulk), and the time of the bulk INSERT"
 q <<SQL
 CREATE TABLE i_identity (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, payload text);
 CREATE TABLE i_uuid (id uuid PRIMARY KEY DEFAULT gen_random_uuid(), payload text);
+CREATE TABLE i_uuidv7 (id uuid PRIMARY KEY DEFAULT next_uuidv7(), payload text);
 CREATE TABLE i_snowflake (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), payload text);
 CREATE TABLE b_identity (LIKE i_identity INCLUDING ALL);
 CREATE TABLE b_uuid (LIKE i_uuid INCLUDING ALL);
+CREATE TABLE b_uuidv7 (LIKE i_uuidv7 INCLUDING ALL);
 CREATE TABLE b_snowflake (LIKE i_snowflake INCLUDING ALL);
+CREATE TABLE bulk_time (k text, ms float8);
 DO \$\$ BEGIN
   FOR i IN 1..$IDX_N LOOP
     INSERT INTO i_identity (payload) VALUES ('p'); INSERT INTO i_uuid (payload) VALUES ('p');
-    INSERT INTO i_snowflake (payload) VALUES ('p');
+    INSERT INTO i_uuidv7 (payload) VALUES ('p'); INSERT INTO i_snowflake (payload) VALUES ('p');
   END LOOP;
 END \$\$;
-INSERT INTO b_identity (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
-INSERT INTO b_uuid (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
-INSERT INTO b_snowflake (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
 SQL
+for k in identity uuid uuidv7 snowflake; do
+    q -c "CHECKPOINT" -c "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN
+            INSERT INTO b_$k (payload) SELECT 'p' FROM generate_series(1, $IDX_N);
+            INSERT INTO bulk_time VALUES ('$k', extract(epoch FROM clock_timestamp() - t0) * 1000); END \$\$"
+done
 table -c "
 SELECT k AS \"key\", pg_size_pretty(one) AS \"one by one\", round(one::numeric / id_one, 3) AS \"x identity\",
-       pg_size_pretty(bulk) AS \"bulk\", round(bulk::numeric / id_bulk, 3) AS \"x identity \"
+       pg_size_pretty(bulk) AS \"bulk\", round(bulk::numeric / id_bulk, 3) AS \"x identity \",
+       round(t.ms::numeric) AS \"bulk INSERT ms\", round((t.ms / i.ms)::numeric, 2) AS \"x identity  \"
 FROM (SELECT k, pg_relation_size('i_' || k || '_pkey') AS one, pg_relation_size('b_' || k || '_pkey') AS bulk,
              pg_relation_size('i_identity_pkey') AS id_one, pg_relation_size('b_identity_pkey') AS id_bulk
-      FROM unnest(ARRAY['identity', 'uuid', 'snowflake']) k) s"
+      FROM unnest(ARRAY['identity', 'uuid', 'uuidv7', 'snowflake']) k) s
+JOIN bulk_time t USING (k), (SELECT ms FROM bulk_time WHERE k = 'identity') i"
 echo
 
 # --- 5. memory -----------------------------------------------------------------

@@ -574,6 +574,42 @@ CREATE FUNCTION trace_id_created_within(id bigint, period tstzrange) RETURNS boo
 COMMENT ON FUNCTION trace_id_created_within(bigint, tstzrange) IS
     'was the TraceId created within the period (its time resolved near the period''s end, or now())?';
 
+-- UUIDv7, RFC 9562 (1.2): 48-bit Unix ms | version 7 | 12-bit counter
+-- (rand_a) | variant 10 | rand_b: shard field (shardid.uuidv7_shard_bits
+-- wide, 0 by default) at its top, random below. Strictly increasing across
+-- every backend of the node, never below the node's persisted mark.
+CREATE FUNCTION next_uuidv7(shard integer DEFAULT NULL) RETURNS uuid
+    AS 'MODULE_PATHNAME', 'shardid_next_uuidv7'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+COMMENT ON FUNCTION next_uuidv7(integer) IS
+    'next UUIDv7 of this node (RFC 9562): strictly increasing across all its backends; the shard (or node id) in rand_b when shardid.uuidv7_shard_bits > 0';
+CREATE FUNCTION uuidv7_decode(id uuid, shard_bits integer DEFAULT 0,
+                              OUT created_at timestamptz, OUT counter integer, OUT shard bigint)
+    AS 'MODULE_PATHNAME', 'shardid_uuidv7_decode'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION uuidv7_decode(uuid, integer) IS
+    'fields of a UUIDv7: creation time (its millisecond), rand_a counter, and the shard in the top shard_bits of rand_b';
+CREATE FUNCTION uuidv7_timestamp(id uuid) RETURNS timestamptz
+    AS 'MODULE_PATHNAME', 'shardid_uuidv7_timestamp'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION uuidv7_timestamp(uuid) IS 'creation time of a UUIDv7 (its millisecond)';
+CREATE FUNCTION uuidv7_min(ts timestamptz) RETURNS uuid
+    AS 'MODULE_PATHNAME', 'shardid_uuidv7_min'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION uuidv7_min(timestamptz) IS
+    'smallest UUIDv7 of the millisecond of ts: WHERE id >= uuidv7_min(ts) uses the key index; also a partition bound';
+CREATE FUNCTION uuidv7_range_min(period tstzrange) RETURNS uuid
+    AS 'MODULE_PATHNAME', 'shardid_uuidv7_range_min' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION uuidv7_range_min(tstzrange) IS 'the smallest uuid whose UUIDv7 time is within the period (whole milliseconds)';
+CREATE FUNCTION uuidv7_range_max(period tstzrange) RETURNS uuid
+    AS 'MODULE_PATHNAME', 'shardid_uuidv7_range_max' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION uuidv7_range_max(tstzrange) IS 'the largest uuid whose UUIDv7 time is within the period (whole milliseconds)';
+CREATE FUNCTION uuidv7_created_within(id uuid, period tstzrange) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'shardid_uuidv7_created_within'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE SUPPORT shardid_created_within_support;
+COMMENT ON FUNCTION uuidv7_created_within(uuid, tstzrange) IS
+    'was the UUIDv7 created within the period? Planned as an index range condition on the UUID (and partition pruning)';
+
 -- Converting an existing key column: everything pinned; the extension's
 -- schema is read from the catalog (quoted as needed), not pasted as text.
 CREATE FUNCTION shardid_convert_column(tbl regclass, col name, layout text DEFAULT 'snowflake')
@@ -700,3 +736,60 @@ REVOKE ALL ON FUNCTION shardid_advance_past(text, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION shardid_advance_past(text, bigint) IS
     'superusers: raises this node''s state for the layout so that every later ID sorts above the given one '
     '(a logical shard moving to this node), durably; bounded by shardid.max_clock_lead; returns the clock lead';
+
+-- Converting a uuid key (filled by gen_random_uuid(), say) to UUIDv7
+-- (1.2): the default becomes next_uuidv7(); existing keys are kept and
+-- reported on, since random version 4 keys cannot sort below new ones.
+CREATE FUNCTION shardid_convert_uuid_column(tbl regclass, col name)
+    RETURNS text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    coltype regtype;
+    ext_schema text;
+    first_new uuid;
+    newest_v7 uuid;
+    total bigint;
+    v7 bigint;
+    above bigint;
+BEGIN
+    SELECT e.extnamespace::regnamespace::text INTO ext_schema
+      FROM pg_extension e WHERE e.extname = 'shardid';
+    SELECT a.atttypid::regtype INTO coltype
+      FROM pg_attribute a
+     WHERE a.attrelid = tbl AND a.attname = col AND NOT a.attisdropped AND a.attnum > 0;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'column "%" of % does not exist', col, tbl USING ERRCODE = 'undefined_column';
+    END IF;
+    IF coltype <> 'uuid'::regtype THEN
+        RAISE EXCEPTION 'column "%" of % is %, not uuid', col, tbl, coltype
+            USING ERRCODE = 'datatype_mismatch',
+                  HINT = 'For integer keys, use shardid_convert_column().';
+    END IF;
+    first_new := @extschema@.uuidv7_min(clock_timestamp());
+    -- Version 7 keys made before now sort below new ones; one at or above
+    -- the current millisecond (a clock ahead) would not.
+    EXECUTE format('SELECT count(*), count(*) FILTER (WHERE substr(%1$I::text, 15, 1) OPERATOR(pg_catalog.=) ''7''
+                                                        AND substr(%1$I::text, 20, 1) OPERATOR(pg_catalog.=) ANY (ARRAY[''8'', ''9'', ''a'', ''b''])),
+                           count(*) FILTER (WHERE %1$I OPERATOR(pg_catalog.>=) $1)
+                      FROM %2$s', col, tbl)
+        INTO total, v7, above USING first_new;
+    EXECUTE format('SELECT %1$I FROM %2$s WHERE substr(%1$I::text, 15, 1) OPERATOR(pg_catalog.=) ''7''
+                                            AND %1$I OPERATOR(pg_catalog.>=) $1
+                    ORDER BY %1$I DESC LIMIT 1', col, tbl)
+        INTO newest_v7 USING first_new;
+    IF newest_v7 IS NOT NULL THEN
+        RAISE EXCEPTION 'a version 7 key of %.%, %, is at or above the UUIDs issued now', tbl, col, newest_v7
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'It was made by a clock ahead of this server''s; new keys would sort below it.',
+                  HINT = 'Convert once this server''s clock has passed that key''s time.';
+    END IF;
+    EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s.next_uuidv7()', tbl, col, ext_schema);
+    RETURN format('%s.%s now defaults to next_uuidv7(); %s existing keys kept (%s of version 7); '
+                  '%s of them sort above the new keys: random version 4 keys spread over the whole uuid order, '
+                  'so the key gives creation order only among version 7 keys; none can equal a new key',
+                  tbl, col, total, v7, above);
+END $$;
+COMMENT ON FUNCTION shardid_convert_uuid_column(regclass, name) IS
+    'make next_uuidv7() the default of a uuid key; existing keys are kept, and how many sort above new ones is reported';

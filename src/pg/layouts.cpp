@@ -369,7 +369,8 @@ Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_c
     PG_RETURN_INT64(int64(generate_raw(fcinfo, layout, slot_cache, shard_from)));
 }
 
-uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from)
+uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from,
+                      OuterShard outer)
 {
     refuse_on_standby();
     if (slot_cache == nullptr)
@@ -388,13 +389,20 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
         uint64_t id = 0, word = 0, claim = 0;
         int64_t tick_ms = 0;
         const bool ok = guarded(status, [&] {
-            uint64_t field;
-            if (shard_given) {
-                if (!check_shard(layout, shard, "shard", &status))
+            const Layout& fit = outer.fit ? *outer.fit : layout;
+            uint64_t field = 0;
+            if (shard_from.source == ShardFrom::Source::none) {
+                field = 0;
+            } else if (shard_given) {
+                if (!check_shard(fit, shard, "shard", &status))
                     return false;
                 field = uint64_t(shard);
-            } else if (!node_shard(layout, &field, &claim, &status)) {
+            } else if (!node_shard(fit, &field, &claim, &status)) {
                 return false;
+            }
+            if (outer.fit) {
+                *outer.shard = field;
+                field = 0;
             }
             LatchClock clock{{clock_offset_ms, coarse}, wait_event};
             return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);

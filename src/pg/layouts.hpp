@@ -37,21 +37,32 @@ char* carrier_name(const char* name);
 // The entry of a compiled-in preset.
 LayoutEntry& preset_entry(const Layout& preset);
 
-// Where a generator's shard comes from: shardid.node_id, or an argument of
-// the call (shardid.node_id when that argument is NULL).
+// Where a generator's shard comes from: shardid.node_id, an argument of the
+// call (shardid.node_id when that argument is NULL), or nowhere (a layout
+// without a shard field, or one carried outside the engine's word).
 struct ShardFrom {
-    enum class Source { node_setting, argument } source;
+    enum class Source { node_setting, argument, none } source;
     int argno;
-
     static constexpr ShardFrom node_setting() { return ShardFrom{Source::node_setting, 0}; }
     static constexpr ShardFrom argument(int argno) { return ShardFrom{Source::argument, argno}; }
+    static constexpr ShardFrom none() { return ShardFrom{Source::none, 0}; }
 };
 
 // Issues the next ID of `layout`, whose node-wide slot is cached in
 // slot_cache, for the shard `shard` says.
 Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard);
+
+// A shard that travels outside the engine's word (UUIDv7's rand_b): checked
+// against `fit`'s shard field (a node id also confirmed like any other),
+// given back in *shard, while the engine's word has no shard.
+struct OuterShard {
+    const Layout* fit;
+    uint64_t* shard;
+};
+
 // The same, returning the layout's raw word (for schemes that repack it).
-uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard);
+uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard,
+                      OuterShard outer = {nullptr, nullptr});
 
 // Builds the OUT-parameter record of the calling function.
 Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls);

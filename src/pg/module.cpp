@@ -8,6 +8,7 @@ extern "C" {
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/schemes.hpp"
+#include "core/uuidv7.hpp"
 #include "pg/coordinator.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
@@ -82,6 +83,14 @@ void _PG_init(void)
                             &launch_id, -1, -1, int(shardid::decimal_launch_max), PGC_SUSET, 0, NULL, NULL, NULL);
     DefineCustomIntVariable("shardid.cluster_id", cluster_desc, NULL, &cluster_id, 0, 0, int(shardid::eight_cluster_max),
                             PGC_SUSET, 0, NULL, NULL, NULL);
+    static char uuid_desc[96];
+    snprintf(uuid_desc, sizeof uuid_desc, "Width of the shard field at the top of a UUIDv7's rand_b (0..%u).",
+             shardid::uuidv7_max_shard_bits);
+    DefineCustomIntVariable("shardid.uuidv7_shard_bits", uuid_desc,
+                            "0: no shard field, rand_b is all random. Otherwise next_uuidv7() puts the node id there, "
+                            "next_uuidv7(shard) the shard; decode with uuidv7_decode(id, shard_bits).",
+                            &uuidv7_shard_bits, 0, 0, int(shardid::uuidv7_max_shard_bits), PGC_SUSET, 0, NULL, NULL,
+                            NULL);
     DefineCustomStringVariable("shardid.call_number_key",
                                "Name of the key-ring key from which the call-number bit shuffle is derived.",
                                "Changing it changes every call number's text.", &call_number_key, "default",

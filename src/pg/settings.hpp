@@ -20,6 +20,7 @@ extern int launch_id;          // shardid.launch_id, -1 until configured
 extern int cluster_id;         // shardid.cluster_id (eight-byte ids)
 extern char* call_number_key;  // shardid.call_number_key: a key-ring name
 extern bool wal_log_mark;      // shardid.wal_log_mark: WAL-log the node state (when preloaded)
+extern int uuidv7_shard_bits;  // shardid.uuidv7_shard_bits: the shard field's width in a UUIDv7's rand_b
 
 // The wall clock as this backend reads it (with shardid.clock_offset_ms).
 inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }

@@ -23,9 +23,11 @@ extern "C" {
 #include "utils/lsyscache.h"
 #include "utils/rangetypes.h"
 #include "utils/typcache.h"
+#include "utils/uuid.h"
 }
 
 #include "core/schemes.hpp"
+#include "core/uuidv7.hpp"
 #include "pg/layouts.hpp"
 #include "pg/timeconv.hpp"
 
@@ -41,6 +43,9 @@ PG_FUNCTION_INFO_V1(shardid_id_range_min);
 PG_FUNCTION_INFO_V1(shardid_id_range_max);
 PG_FUNCTION_INFO_V1(shardid_trace_id_range_min);
 PG_FUNCTION_INFO_V1(shardid_trace_id_range_max);
+PG_FUNCTION_INFO_V1(shardid_uuidv7_created_within);
+PG_FUNCTION_INFO_V1(shardid_uuidv7_range_min);
+PG_FUNCTION_INFO_V1(shardid_uuidv7_range_max);
 PG_FUNCTION_INFO_V1(shardid_created_within_support);
 }
 
@@ -175,13 +180,44 @@ extern "C" Datum shardid_id_range_max(PG_FUNCTION_ARGS)
 {
     return range_bound(fcinfo, &layout_arg(fcinfo, 0).layout, 1, true);
 }
+// A UUID created within the period: version 7 (variant 10), its unix_ts_ms
+// within the period. Other UUIDs are not (the decoders give the error).
+extern "C" Datum shardid_uuidv7_created_within(PG_FUNCTION_ARGS)
+{
+    Uuid u;
+    memcpy(u.bytes, PG_GETARG_UUID_P(0)->data, 16);
+    const Period p = period_arg(fcinfo, 1);
+    Uuidv7Fields f{};
+    Status status;
+    if (p.empty || !uuidv7_decode(u, 0, &f, &status))
+        PG_RETURN_BOOL(false);
+    PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, TimestampTzGetDatum(timestamptz_of_unix_ms(f.unix_ms))));
+}
+
+namespace {
+Datum uuidv7_range_bound(FunctionCallInfo fcinfo, bool want_max)
+{
+    const Period p = period_arg(fcinfo, 0);
+    Uuid lo{}, hi{};
+    if (p.empty)
+        uuidv7_range(true, 1, true, 0, &lo, &hi);
+    else
+        uuidv7_range(p.has_lower, p.lower_ms, p.has_upper, p.upper_ms, &lo, &hi);
+    auto* out = static_cast<pg_uuid_t*>(palloc(sizeof(pg_uuid_t)));
+    memcpy(out->data, (want_max ? hi : lo).bytes, 16);
+    return UUIDPGetDatum(out);
+}
+}  // namespace
+
+extern "C" Datum shardid_uuidv7_range_min(PG_FUNCTION_ARGS) { return uuidv7_range_bound(fcinfo, false); }
+extern "C" Datum shardid_uuidv7_range_max(PG_FUNCTION_ARGS) { return uuidv7_range_bound(fcinfo, true); }
 extern "C" Datum shardid_trace_id_range_min(PG_FUNCTION_ARGS) { return range_bound(fcinfo, nullptr, 0, false); }
 extern "C" Datum shardid_trace_id_range_max(PG_FUNCTION_ARGS) { return range_bound(fcinfo, nullptr, 0, true); }
 
 namespace {
 
 // A call of the bound function `name` of the predicate's schema.
-Expr* bound_call(Oid nsp, const char* name, List* args)
+Expr* bound_call(Oid nsp, const char* name, List* args, Oid result = INT8OID)
 {
     Oid argtypes[2];
     int nargs = 0;
@@ -190,7 +226,7 @@ Expr* bound_call(Oid nsp, const char* name, List* args)
         argtypes[nargs++] = exprType(static_cast<Node*>(lfirst(lc)));
     List* qualified = list_make2(makeString(get_namespace_name(nsp)), makeString(pstrdup(name)));
     const Oid fn = LookupFuncName(qualified, nargs, argtypes, false);
-    return reinterpret_cast<Expr*>(makeFuncExpr(fn, INT8OID, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
+    return reinterpret_cast<Expr*>(makeFuncExpr(fn, result, args, InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL));
 }
 
 // copyObject() relies on GCC's typeof, which C++ does not have.
@@ -212,7 +248,7 @@ bool usable_as_bound(Node* arg)
 // Which *_created_within a function is: read from the C function it calls
 // (pg_proc.prosrc), not from its name, so that any other function given
 // this support function is left alone rather than taken for one of them.
-enum class Within { none, layout_named, snowflake, instagram, trace };
+enum class Within { none, layout_named, snowflake, instagram, trace, uuidv7 };
 
 Within within_kind(Oid funcid)
 {
@@ -232,7 +268,8 @@ Within within_kind(Oid funcid)
         } known[] = {{"shardid_id_created_within", Within::layout_named, 3},
                      {"shardid_snowflake_created_within", Within::snowflake, 2},
                      {"shardid_instagram_created_within", Within::instagram, 2},
-                     {"shardid_trace_id_created_within", Within::trace, 2}};
+                     {"shardid_trace_id_created_within", Within::trace, 2},
+                     {"shardid_uuidv7_created_within", Within::uuidv7, 2}};
         for (const auto& k : known)
             if (strcmp(symbol, k.symbol) == 0 && form->pronargs == k.nargs)
                 kind = k.kind;
@@ -250,11 +287,16 @@ bool implied_range(Oid funcid, List* args, int* id_pos, Expr** lo, Expr** hi)
     // (layout, id, period) or (id, period).
     const bool named_layout = kind == Within::layout_named;
     *id_pos = named_layout ? 1 : 0;
-    if (exprType(static_cast<Node*>(list_nth(args, *id_pos))) != INT8OID)
+    if (exprType(static_cast<Node*>(list_nth(args, *id_pos))) != (kind == Within::uuidv7 ? UUIDOID : INT8OID))
         return false;
     Node* period = static_cast<Node*>(list_nth(args, *id_pos + 1));
     if (!usable_as_bound(period))
         return false;
+    if (kind == Within::uuidv7) {
+        *lo = bound_call(nsp, "uuidv7_range_min", list_make1(copy_node(period)), UUIDOID);
+        *hi = bound_call(nsp, "uuidv7_range_max", list_make1(copy_node(period)), UUIDOID);
+        return true;
+    }
     if (kind == Within::trace) {
         *lo = bound_call(nsp, "trace_id_range_min", list_make1(copy_node(period)));
         *hi = bound_call(nsp, "trace_id_range_max", list_make1(copy_node(period)));
@@ -275,11 +317,15 @@ bool implied_range(Oid funcid, List* args, int* id_pos, Expr** lo, Expr** hi)
     return true;
 }
 
-// "column >= lo" and "column <= hi" with the integer btree operators.
+// "column >= lo" and "column <= hi" with the btree operators of bigint
+// (or uuid).
 List* range_clauses(Expr* column, Expr* lo, Expr* hi)
 {
-    const Oid ge = get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID, BTGreaterEqualStrategyNumber);
-    const Oid le = get_opfamily_member(INTEGER_BTREE_FAM_OID, INT8OID, INT8OID, BTLessEqualStrategyNumber);
+    const bool uuid = exprType(reinterpret_cast<Node*>(column)) == UUIDOID;
+    const Oid family = uuid ? lookup_type_cache(UUIDOID, TYPECACHE_BTREE_OPFAMILY)->btree_opf : INTEGER_BTREE_FAM_OID;
+    const Oid type = uuid ? UUIDOID : INT8OID;
+    const Oid ge = get_opfamily_member(family, type, type, BTGreaterEqualStrategyNumber);
+    const Oid le = get_opfamily_member(family, type, type, BTLessEqualStrategyNumber);
     if (!OidIsValid(ge) || !OidIsValid(le))
         return NIL;
     auto* lower = reinterpret_cast<OpExpr*>(make_opclause(ge, BOOLOID, false, column, lo, InvalidOid, InvalidOid));

@@ -2,7 +2,7 @@
 # Faults on a real server: a clean restart, an immediate shutdown and a
 # kill -9 of the postmaster and all its children in the middle of a
 # concurrent insert load, each followed by more load. After each, every new
-# ID (snowflake primary key and TraceId column) must be above every ID
+# ID (snowflake primary key, TraceId and UUIDv7 columns) must be above every ID
 # committed before, with no duplicate keys; also with the wall clock moved a
 # minute back across the restart. Deleting the state file before such a
 # restart loses nothing (crash recovery replays the mark from WAL); a
@@ -19,7 +19,8 @@ cluster_start "$dir" "$port" || exit 1
 q() { cluster_psql "$dir" "$port" -At "$@"; }
 q -c "CREATE EXTENSION shardid" \
   -c "CREATE TABLE events (id bigint PRIMARY KEY DEFAULT next_snowflake_id(),
-                           trace bigint UNIQUE DEFAULT next_trace_id(), phase int NOT NULL)"
+                           trace bigint UNIQUE DEFAULT next_trace_id(), u uuid UNIQUE DEFAULT next_uuidv7(),
+                           phase int NOT NULL)"
 load_script=$(mktemp)
 chmod 644 "$load_script"
 echo 'INSERT INTO events (phase) VALUES (:phase);' >"$load_script"
@@ -48,11 +49,13 @@ check_phase() {
         (SELECT count(*) FROM events WHERE phase = $phase) > 0,
         (SELECT min(id) FROM events WHERE phase = $phase) > (SELECT max(id) FROM events WHERE phase < $phase),
         (SELECT min(trace) FROM events WHERE phase = $phase) > (SELECT max(trace) FROM events WHERE phase < $phase),
-        (SELECT count(*) = count(DISTINCT id) AND count(*) = count(DISTINCT trace) FROM events)")
-    if [ "$out" = "t|t|t|t" ]; then
+        (SELECT min(u::text) FROM events WHERE phase = $phase) > (SELECT max(u::text) FROM events WHERE phase < $phase),
+        (SELECT count(*) = count(DISTINCT id) AND count(*) = count(DISTINCT trace) AND count(*) = count(DISTINCT u)
+         FROM events)")
+    if [ "$out" = "t|t|t|t|t" ]; then
         echo "PASS $1"
     else
-        echo "FAIL $1: rows|snowflake above|trace above|no duplicates = $out"
+        echo "FAIL $1: rows|snowflake above|trace above|UUIDv7 above|no duplicates = $out"
         tail -5 "$dir/pgbench.$phase.log" 2>/dev/null
     fi
 }

@@ -39,6 +39,7 @@ $o{primary_conf}
 CREATE EXTENSION shardid;
 CREATE TABLE t (id bigint PRIMARY KEY DEFAULT next_snowflake_id(),
                 trace bigint UNIQUE DEFAULT next_trace_id(),
+                u uuid UNIQUE DEFAULT next_uuidv7(),
                 v int);
 });
 	$primary->backup('b');
@@ -59,14 +60,14 @@ CREATE TABLE t (id bigint PRIMARY KEY DEFAULT next_snowflake_id(),
 sub after_failover
 {
 	my ($primary, $standby) = @_;
-	my $old = $standby->safe_psql('postgres', 'SELECT max(id) || \'|\' || max(trace) FROM t');
-	my ($old_id, $old_trace) = split /\|/, $old;
+	my $old = $standby->safe_psql('postgres', 'SELECT max(id) || \'|\' || max(trace) || \'|\' || max(u::text) FROM t');
+	my ($old_id, $old_trace, $old_u) = split /\|/, $old;
 	$primary->kill9;
 	$standby->promote;
 	my ($rc, $out, $err) = $standby->psql('postgres',
 		'INSERT INTO t (v) SELECT -1 FROM generate_series(1, 1000)');
 	my $below = $standby->safe_psql('postgres',
-		"SELECT count(*) FILTER (WHERE id <= $old_id OR trace <= $old_trace) FROM t WHERE v = -1");
+		"SELECT count(*) FILTER (WHERE id <= $old_id OR trace <= $old_trace OR u::text <= '$old_u') FROM t WHERE v = -1");
 	my $inserted = $standby->safe_psql('postgres', 'SELECT count(*) FROM t WHERE v = -1');
 	return ($below, $inserted, $err);
 }
@@ -86,14 +87,15 @@ SELECT count(*), sum(hashtext(concat_ws(',', snowflake_decode(id), snowflake_tim
          snowflake_created_within(id, tstzrange('2026-01-01', 'infinity')),
          id_created_within('snowflake', id, '(,)'), snowflake_min_id(snowflake_timestamp(id)),
          decimal_id_decode(10000100065), eightbyte_id_decode(eightbyte_id_build(snowflake_timestamp(id), 1, 2, 3, 'spread')),
-         call_number_compose(0, v % 1000, v % 16384), call_number_decode(call_number_compose(0, v % 1000, v % 16384)))))
+         call_number_compose(0, v % 1000, v % 16384), call_number_decode(call_number_compose(0, v % 1000, v % 16384)),
+         uuidv7_decode(u), uuidv7_created_within(u, tstzrange('2026-01-01', 'infinity')), uuidv7_min(uuidv7_timestamp(u)))))
 FROM t WHERE v % 97 = 0;
 };
 my $on_primary = $p->safe_psql('postgres', $readers);
 my $on_standby = $s->safe_psql('postgres', $readers);
 is($on_standby, $on_primary, 'hot standby: every reader gives the primary\'s answers');
 for my $gen ('next_snowflake_id()', 'next_trace_id()', "next_id('twitter', 1)", 'next_decimal_id()',
-	'next_call_number()', 'next_eightbyte_id()', "next_opaque_id()")
+	'next_call_number()', 'next_eightbyte_id()', "next_opaque_id()", 'next_uuidv7()')
 {
 	my ($rc, $out, $notice) = $s->psql('postgres', qq{
 DO \$\$ BEGIN PERFORM $gen; RAISE EXCEPTION 'generated'; EXCEPTION WHEN OTHERS THEN RAISE NOTICE '%', SQLSTATE; END \$\$;

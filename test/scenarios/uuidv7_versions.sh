@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# UUIDv7 on the server at hand (PostgreSQL 15, 17 or 18: the integration
+# suite runs this on each). Everywhere: shardid's UUIDs are version 7,
+# variant 10, and the readers agree with the bytes. On PostgreSQL 18 also:
+# its uuid_extract_version() and uuid_extract_timestamp() agree with
+# shardid's readers on shardid's UUIDs, shardid's readers decode uuidv7()'s
+# UUIDs (time and version), and its uuidv7() keeps order only within one
+# backend: four sessions at once, checked with the witness of real-time
+# order that test/uuidv7/order.sh applies to next_uuidv7() (a sequence
+# value before and after each UUID), and next_uuidv7() in the same harness
+# passes it.
+# Needs SHARDID_TEST_HOST and SHARDID_TEST_PORT. Prints PASS/FAIL lines.
+set -u
+. "$(dirname "$0")/../../scripts/lib.sh"
+export PGHOST=$SHARDID_TEST_HOST PGPORT=$SHARDID_TEST_PORT PGUSER=postgres
+q() { psql -X -q -At -v ON_ERROR_STOP=1 -d uuidv7_versions "$@"; }
+psql -X -q -At -d postgres -c "DROP DATABASE IF EXISTS uuidv7_versions" -c "CREATE DATABASE uuidv7_versions" >/dev/null
+q -c "CREATE EXTENSION shardid"
+major=$(q -c "SHOW server_version_num")
+major=$((major / 10000))
+
+# The bytes, read by hand in SQL, against the readers.
+check "PG $major: next_uuidv7()'s version, variant, time and counter agree with uuidv7_decode()" "10000" "$(q -c "
+    SELECT count(*) FROM (SELECT u, uuid_send(u) AS b FROM (SELECT next_uuidv7() AS u FROM generate_series(1, 10000)) g) x
+    WHERE get_byte(b, 6) >> 4 = 7 AND get_byte(b, 8) >> 6 = 2
+      AND (uuidv7_decode(u)).created_at = 'epoch'::timestamptz + ('x' || encode(substr(b, 1, 6), 'hex'))::bit(48)::bigint * interval '1 ms'
+      AND (uuidv7_decode(u)).counter = ((get_byte(b, 6) & 15) << 8) | get_byte(b, 7)")"
+
+if [ "$major" -lt 18 ]; then
+    psql -X -q -d postgres -c "DROP DATABASE uuidv7_versions" >/dev/null
+    exit 0
+fi
+
+check "PG $major: uuid_extract_version() and uuid_extract_timestamp() agree with shardid's readers on next_uuidv7()" "10000" \
+    "$(q -c "SELECT count(*) FROM (SELECT next_uuidv7() AS u FROM generate_series(1, 10000)) g
+             WHERE uuid_extract_version(u) = 7 AND uuid_extract_timestamp(u) = uuidv7_timestamp(u)")"
+check "PG $major: shardid's readers decode uuidv7()'s UUIDs as uuid_extract_timestamp() does" "10000" \
+    "$(q -c "SELECT count(*) FROM (SELECT uuidv7() AS u FROM generate_series(1, 10000)) g
+             WHERE uuidv7_timestamp(u) = uuid_extract_timestamp(u) AND (uuidv7_decode(u)).created_at = uuid_extract_timestamp(u)
+               AND uuidv7_created_within(u, tstzrange(uuid_extract_timestamp(u), uuid_extract_timestamp(u), '[]'))")"
+
+# The witness, four sessions at once (see test/uuidv7/order.sh).
+witness() {  # EXPR TABLE: violations of real-time order
+    local pids=() s
+    q -c "CREATE UNLOGGED TABLE $2 (before bigint, u uuid, after bigint)" -c "CREATE SEQUENCE ${2}_seq"
+    for s in 1 2 3 4; do
+        q -c "INSERT INTO $2 SELECT nextval('${2}_seq'), $1, nextval('${2}_seq') FROM generate_series(1, 50000)" &
+        pids+=($!)
+    done
+    wait "${pids[@]}"
+    q -c "CREATE TABLE ${2}_done AS SELECT after, max(u::text) OVER (ORDER BY after) AS max_before FROM $2" \
+      -c "CREATE INDEX ON ${2}_done (after)" -c "ANALYZE ${2}_done" \
+      -c "SELECT count(*) FROM $2 b
+          WHERE (SELECT d.max_before FROM ${2}_done d WHERE d.after < b.before ORDER BY d.after DESC LIMIT 1) >= b.u::text"
+}
+check "PG $major: next_uuidv7() from four sessions at once passes the witness of real-time order" 0 "$(witness 'next_uuidv7()' mine)"
+theirs=$(witness 'uuidv7()' theirs)
+[ "${theirs:-0}" -gt 0 ] &&
+    pass "PG $major: control: PostgreSQL's uuidv7() from four sessions fails the witness ($theirs UUIDs below one handed out before them)" ||
+    fail "PG $major: control: PostgreSQL's uuidv7() from four sessions passed the witness (${theirs:-?} violations)"
+psql -X -q -d postgres -c "DROP DATABASE uuidv7_versions" >/dev/null
