@@ -108,7 +108,7 @@ is($p->safe_psql('postgres', 'SELECT bool_and(mark_in_wal) FROM shardid_status')
 
 my ($below, $inserted, $ferr) = after_failover($p, $s);
 is($inserted, 1000, 'promoted standby (clock 15 s behind, max_clock_lead 1min) inserts 1,000 rows') or diag($ferr);
-is($below, 0, 'none of its IDs at or below the old primary\'s newest');
+is($below, 0, 'none of its IDs (snowflake, TraceId, UUIDv7) at or below the old primary\'s newest');
 is($s->safe_psql('postgres', q{SELECT min(id) > 0 FROM t WHERE v = -1 AND snowflake_timestamp(id) > now() + interval '10 seconds'}), 't',
 	'its logical clock leads its own (slow) wall clock, as the replayed mark demands');
 $s->stop;
