@@ -4,17 +4,18 @@
 # variant 10, and the readers agree with the bytes. On PostgreSQL 18 also:
 # its uuid_extract_version() and uuid_extract_timestamp() agree with
 # shardid's readers on shardid's UUIDs, shardid's readers decode uuidv7()'s
-# UUIDs (time and version), and its uuidv7() keeps order only within one
-# backend: four sessions at once, checked with the witness of real-time
-# order that test/uuidv7/order.sh applies to next_uuidv7() (a sequence
-# value before and after each UUID), and next_uuidv7() in the same harness
-# passes it.
+# UUIDs (time and version); next_uuidv7() from four sessions at once passes
+# the witness of real-time order of test/uuidv7/order.sh; and (the
+# control) PostgreSQL's uuidv7() keeps order only within one backend: after
+# the server's clock steps back, a new session's UUIDs sort below an older
+# session's, where next_uuidv7() stays above.
 # Needs SHARDID_TEST_HOST and SHARDID_TEST_PORT. Prints PASS/FAIL lines.
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 export PGHOST=$SHARDID_TEST_HOST PGPORT=$SHARDID_TEST_PORT PGUSER=postgres
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d uuidv7_versions "$@"; }
-psql -X -q -At -d postgres -c "DROP DATABASE IF EXISTS uuidv7_versions" -c "CREATE DATABASE uuidv7_versions" >/dev/null
+psql -X -q -At -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS uuidv7_versions" \
+    -c "CREATE DATABASE uuidv7_versions" >/dev/null
 q -c "CREATE EXTENSION shardid"
 major=$(q -c "SHOW server_version_num")
 major=$((major / 10000))
@@ -54,8 +55,36 @@ witness() {  # EXPR TABLE: violations of real-time order
           WHERE (SELECT d.max_before FROM ${2}_done d WHERE d.after < b.before ORDER BY d.after DESC LIMIT 1) >= b.u::text"
 }
 check "PG $major: next_uuidv7() from four sessions at once passes the witness of real-time order" 0 "$(witness 'next_uuidv7()' mine)"
-theirs=$(witness 'uuidv7()' theirs)
-[ "${theirs:-0}" -gt 0 ] &&
-    pass "PG $major: control: PostgreSQL's uuidv7() from four sessions fails the witness ($theirs UUIDs below one handed out before them)" ||
-    fail "PG $major: control: PostgreSQL's uuidv7() from four sessions passed the witness (${theirs:-?} violations)"
 psql -X -q -d postgres -c "DROP DATABASE uuidv7_versions" >/dev/null
+
+# Control: PostgreSQL's uuidv7() keeps order only within one backend. A
+# server of its own under libfaketime, whose clock steps back 2 s (as an NTP
+# step would) between two sessions: the second session's uuidv7() values
+# sort below the first's, though asked for after them; next_uuidv7()
+# (node-wide) stays above. Within the first session, both stay in order.
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+cdir=$(pg_tmpdir)
+trap 'cluster_stop "$cdir" immediate; rm -rf "$cdir"' EXIT
+cport=$((SHARDID_TEST_PORT + 50))
+echo "+0" | as_pg tee "$cdir/faketime" >/dev/null
+cluster_init "$cdir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" || exit 1
+as_pg env LD_PRELOAD="$FAKETIME_LIB" FAKETIME_TIMESTAMP_FILE="$cdir/faketime" FAKETIME_NO_CACHE=1 \
+    FAKETIME_DONT_FAKE_MONOTONIC=1 FAKETIME_DISABLE_SHM=1 FAKETIME_DONT_RESET=1 \
+    "$PG_BIN/pg_ctl" -D "$cdir/data" -l "$cdir/server.log" -o "-p $cport" -w start >/dev/null || exit 1
+c() { PGHOST=$cdir PGPORT=$cport psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "$@"; }
+c -c "CREATE EXTENSION shardid" -c "CREATE SEQUENCE w" \
+  -c "CREATE TABLE steps (phase int, before bigint, theirs uuid, after_theirs bigint, mine uuid, after_mine bigint)"
+row() { echo "INSERT INTO steps SELECT $1, nextval('w'), uuidv7(), nextval('w'), next_uuidv7(), nextval('w') FROM generate_series(1, 1000);"; }
+{ row 1; echo "\\! echo -2s > $cdir/faketime"; row 2; } | c
+row 3 | c
+# Pairs (a, b): a finished before b began (a's last sequence value below b's first).
+viol() {  # COLUMN AFTER_COLUMN PHASES_OF_B
+    c -c "SELECT count(*) FROM steps b WHERE b.phase IN ($3) AND EXISTS (
+              SELECT 1 FROM steps a WHERE a.$2 < b.before AND a.$1::text >= b.$1::text)"
+}
+check "PG $major: within the first session, uuidv7() stays in order across the clock's step back" 0 "$(viol theirs after_theirs 2)"
+check "PG $major: next_uuidv7() stays in real-time order across the step and the sessions" 0 "$(viol mine after_mine '2, 3')"
+theirs=$(viol theirs after_theirs 3)
+[ "${theirs:-0}" -gt 0 ] &&
+    pass "PG $major: control: PostgreSQL's uuidv7() of a second session sorts below the first's after the clock stepped back ($theirs UUIDs)" ||
+    fail "PG $major: control: PostgreSQL's uuidv7() of the second session stayed in order (${theirs:-?} violations; expected some)"
