@@ -245,7 +245,9 @@ bool coord_node_shard(const Layout& layout, uint64_t* shard, uint64_t* generatio
     CoordShared& c = cs();
     *generation = c.generation.load(std::memory_order_acquire);
     const int held = c.held.load(std::memory_order_acquire);
-    if (held < 0 || mono_ms() >= c.fence_ms.load(std::memory_order_acquire)) {
+    // The fence is checked once, in coord_confirm(), after the ID is made
+    // and before it is returned; here only whether there is a claim at all.
+    if (held < 0) {
         *status = Status::fail(Error::not_claimed, "this node holds no node id from etcd")
                       .with_detail("Generating %s values needs a node id claimed from etcd "
                                    "(shardid.node_id_source = etcd).",
