@@ -277,6 +277,26 @@ else
 fi
 echo
 
+# --- 5c. UUID keys on 15, 17 and 18 -------------------------------------------
+# next_uuidv7() against gen_random_uuid() (and uuidv7() on 18) on each
+# version; 17 and 18 in their Debian roots (scripts/roots.sh), as the tests.
+if [ $smoke = yes ]; then
+    bash bench/uuid_versions.sh 20000 1 20000
+else
+    bash bench/uuid_versions.sh
+    . scripts/roots.sh
+    for v in 17 18; do
+        if root_ensure "$v" >/dev/null 2>&1 && root_copy_source "$v"; then
+            root_run "$v" bash -c "cd /build/shardid && make -s -j2 PG_CONFIG=/usr/lib/postgresql/$v/bin/pg_config >/dev/null 2>&1 &&
+                make -s install PG_CONFIG=/usr/lib/postgresql/$v/bin/pg_config >/dev/null && PG_MAJOR=$v bash bench/uuid_versions.sh" ||
+                echo "  (PostgreSQL $v: the run in its root failed)"
+        else
+            echo "  (PostgreSQL $v: its Debian root could not be built)"
+        fi
+    done
+fi
+echo
+
 # --- 6. the pure C++ engine ---------------------------------------------------
 echo "## The C++ core under Google Benchmark"
 build/engine_bench --benchmark_min_time=$CORE_TIME 2>/dev/null | grep -E '^BM_'

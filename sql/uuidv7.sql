@@ -23,6 +23,12 @@ SELECT count(*) AS n, count(*) FILTER (WHERE prev >= u) AS out_of_order, count(D
 FROM (SELECT u, lag(u) OVER (ORDER BY n) AS prev
       FROM (SELECT n, next_uuidv7() AS u FROM generate_series(1, 100000) n) g) x;
 
+-- 4,096 per millisecond: a statement that waits for the next millisecond
+-- again and again ends at once with statement_timeout.
+SET statement_timeout = '200ms';
+SELECT count(next_uuidv7()) FROM (SELECT generate_series(1, 100000000)) g;
+RESET statement_timeout;
+
 -- The shard field: off by default; a shard given without it is refused.
 SELECT next_uuidv7(5);
 SET shardid.uuidv7_shard_bits = 10;
