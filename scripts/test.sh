@@ -81,7 +81,7 @@ fi
 
 # --- faults on real servers (restarts, crashes, clock steps) and several ---
 # --- nodes joined by logical replication -----------------------------------
-for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/cluster/*.sh test/random/*.sh test/uuidv7/*.sh test/coord/etcd.sh test/coord/patroni.sh test/docs/*.sh; do
+for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/cluster/*.sh test/random/*.sh test/uuidv7/order.sh test/coord/etcd.sh test/coord/patroni.sh test/docs/*.sh; do
     out=$(bash "$script" 2>&1)
     record_script "$(basename "$(dirname "$script")") ($PGV, $(basename "$script" .sh))" "$out" $?
 done

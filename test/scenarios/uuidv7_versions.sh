@@ -13,6 +13,7 @@
 # Needs SHARDID_TEST_HOST and SHARDID_TEST_PORT. Prints PASS/FAIL lines.
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
+. "$(dirname "$0")/../uuidv7/witness.sh"
 export PGHOST=$SHARDID_TEST_HOST PGPORT=$SHARDID_TEST_PORT PGUSER=postgres
 q() { psql -X -q -At -v ON_ERROR_STOP=1 -d uuidv7_versions "$@"; }
 psql -X -q -At -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS uuidv7_versions" \
@@ -28,21 +29,8 @@ check "PG $major: next_uuidv7()'s version, variant, time and counter agree with 
       AND (uuidv7_decode(u)).created_at = 'epoch'::timestamptz + ('x' || encode(substr(b, 1, 6), 'hex'))::bit(48)::bigint * interval '1 ms'
       AND (uuidv7_decode(u)).counter = ((get_byte(b, 6) & 15) << 8) | get_byte(b, 7)")"
 
-# The witness, four sessions at once (see test/uuidv7/order.sh).
-witness() {  # EXPR TABLE: violations of real-time order
-    local pids=() s
-    q -c "CREATE UNLOGGED TABLE $2 (before bigint, u uuid, after bigint)" -c "CREATE SEQUENCE ${2}_seq"
-    for s in 1 2 3 4; do
-        q -c "INSERT INTO $2 SELECT nextval('${2}_seq'), $1, nextval('${2}_seq') FROM generate_series(1, 50000)" &
-        pids+=($!)
-    done
-    wait "${pids[@]}"
-    q -c "CREATE TABLE ${2}_done AS SELECT after, max(u::text) OVER (ORDER BY after) AS max_before FROM $2" \
-      -c "CREATE INDEX ON ${2}_done (after)" -c "ANALYZE ${2}_done" \
-      -c "SELECT count(*) FROM $2 b
-          WHERE (SELECT d.max_before FROM ${2}_done d WHERE d.after < b.before ORDER BY d.after DESC LIMIT 1) >= b.u::text"
-}
-check "PG $major: next_uuidv7() from four sessions at once passes the witness of real-time order" 0 "$(witness 'next_uuidv7()' mine)"
+# The witness, four sessions at once (test/uuidv7/witness.sh).
+check "PG $major: next_uuidv7() from four sessions at once passes the witness of real-time order" 0 "$(witness_load 'next_uuidv7()' mine 4 50000 && witness_violations mine)"
 
 if [ "$major" -lt 18 ]; then
     psql -X -q -d postgres -c "DROP DATABASE uuidv7_versions" >/dev/null
