@@ -8,11 +8,12 @@ MODULE_big = shardid
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\\(.*\\)'/\\1/p" $(dir $(lastword $(MAKEFILE_LIST)))shardid.control)
 DISTVERSION = $(EXTVERSION).0
 
-CORE_OBJS = src/core/uuidv7.o src/core/coord.o src/core/etcd.o src/core/node_state.o src/core/schemes.o src/core/codec.o src/core/callnum.o src/core/decimal.o src/core/eightbyte.o src/core/permute.o
-PG_OBJS = src/pg/uuidv7.o src/pg/module.o src/pg/guard.o src/pg/catalog.o src/pg/wal.o src/pg/shmem.o src/pg/persist.o src/pg/status.o src/pg/state_file.o src/pg/timeconv.o src/pg/layouts.o \
-	src/pg/trace.o src/pg/timeids.o src/pg/counters.o src/pg/codecs.o src/pg/eightbyte.o src/pg/keys.o \
-	src/pg/timefilter.o src/pg/advance.o src/pg/coordinator.o
-OBJS = $(CORE_OBJS) $(PG_OBJS)
+# The pure core (no PostgreSQL header, no network), the etcd client (libcurl)
+# and the PostgreSQL glue.
+CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
+ETCD_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/etcd/*.cpp)))
+PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp)))
+OBJS = $(CORE_OBJS) $(ETCD_OBJS) $(PG_OBJS)
 
 DATA = $(wildcard sql/shardid--*.sql)
 
@@ -82,13 +83,13 @@ TEST_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread
 
 build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
 	@mkdir -p build
-	$(CXX) $(TEST_CXXFLAGS) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main -lcurl
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
 build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
 	@mkdir -p build
 	$(CXX) $(TEST_CXXFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-		-o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main -lcurl
+		-o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
 
 unit: build/unit_tests build/unit_tests_san
 .PHONY: unit
@@ -102,7 +103,7 @@ build/integration_tests: $(wildcard test/integration/*.cpp)
 build/core_fuzz: $(CORE_SRCS) $(wildcard test/fuzz/*.cpp) $(wildcard src/core/*.hpp)
 	@mkdir -p build
 	clang++ -std=c++17 -O1 -g -I$(srcdir)/src -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $(CORE_SRCS) $(wildcard test/fuzz/*.cpp) -lcurl
+		-o $@ $(CORE_SRCS) $(wildcard test/fuzz/*.cpp)
 
 # FUZZ_SECONDS bounds the run in the test suite.
 FUZZ_SECONDS ?= 20
@@ -115,4 +116,4 @@ fuzz: build/core_fuzz
 build/engine_bench: $(CORE_SRCS) $(wildcard bench/*.cpp) $(wildcard src/core/*.hpp)
 	@mkdir -p build
 	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread -o $@ $(CORE_SRCS) bench/engine_bench.cpp \
-		-lbenchmark -lpthread -lcurl
+		-lbenchmark -lpthread

@@ -1,5 +1,7 @@
 #include "core/coord.hpp"
 
+#include "core/text.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -65,19 +67,6 @@ std::string holder_value(const Holder& h)
     nlohmann::json j = {{"host", h.host}, {"port", h.port}, {"system_identifier", h.system_identifier},
                         {"since", h.since}};
     return j.dump();
-}
-
-std::string printable(const std::string& s, size_t max)
-{
-    std::string out;
-    for (char c : s) {
-        if (out.size() >= max) {
-            out += "...";
-            break;
-        }
-        out += (c >= 32 && c < 127) ? c : '?';
-    }
-    return out;
 }
 
 std::string describe_holder(const std::string& value)

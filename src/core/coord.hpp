@@ -1,6 +1,6 @@
 // Node ids from a coordination service (etcd): the rules, pure. The glue's
-// background worker (src/pg/coordinator.cpp) talks to etcd through
-// src/core/etcd.hpp and asks these functions what to do; test/unit/
+// background worker (src/pg/coord_worker.cpp) talks to etcd through
+// src/etcd/client.hpp and asks these functions what to do; test/unit/
 // coord_test.cpp drives them with a fake clock.
 //
 // A node holds node id N while it holds the key <prefix>/node/N, put with a
@@ -88,10 +88,6 @@ int node_id_of_key(const std::string& prefix, const std::string& key);
 // A non-negative decimal integer value, exactly: digits only, no sign,
 // no spaces, at most int64's maximum; false for anything else.
 bool parse_count(const std::string& text, int64_t* out);
-
-// Printable ASCII only ('?' for anything else), cut to `max` characters
-// with "..." after: text from outside, for messages.
-std::string printable(const std::string& s, size_t max = 80);
 
 // Who holds an id: the value of its node key.
 struct Holder {

@@ -23,6 +23,9 @@ struct Fields {
 
 // Every ID is a positive bigint: at most 63 bits, bit 63 always 0.
 constexpr unsigned max_id_bits = 63;
+// The longest name of a layout or key, in bytes: PostgreSQL's identifier
+// length (names are also stored in the node state and in messages).
+constexpr int max_name_len = 63;
 // A field width a layout may have, before the rules of Layout::validate().
 constexpr bool field_width_fits(long long bits) { return bits >= 0 && bits <= max_id_bits; }
 

@@ -33,6 +33,20 @@ struct Cursor {
         p += n;
         return true;
     }
+    // The line's keyword: lowercase letters and '_', up to a space or the
+    // end of the line; false (nothing taken) when the line starts otherwise.
+    bool keyword(const char** k, size_t* n)
+    {
+        const char* q = p;
+        while (q != end && ((*q >= 'a' && *q <= 'z') || *q == '_'))
+            q++;
+        if (q == p || (q != end && *q != ' '))
+            return false;
+        *k = p;
+        *n = size_t(q - p);
+        p = q;
+        return true;
+    }
     bool u64(uint64_t* out)
     {
         if (p == end || *p < '0' || *p > '9')
@@ -104,7 +118,7 @@ struct Cursor {
                     return false;
                 p++;
             }
-            if (n == size_t(max_name_bytes))
+            if (n == size_t(max_name_len))
                 return false;
             out[n++] = char(c);
         }
@@ -137,25 +151,25 @@ bool parse_lines(const char* p, const char* end, int version, NodeState* st)
         if (eol == nullptr)
             return false;  // every line ends with a newline
         Cursor c{p, eol};
+        const char* k;
+        size_t n;
+        if (!c.keyword(&k, &n))
+            return false;
+        // Keywords are matched whole: "mark_lsn" is not "mark".
+        auto is = [&](const char* w) { return std::strlen(w) == n && std::memcmp(k, w, n) == 0; };
         size_t f = 0;
-        while (f < n_fields && !(version >= node_state_fields[f].since && c.word(node_state_fields[f].keyword)))
+        while (f < n_fields && !(version >= node_state_fields[f].since && is(node_state_fields[f].keyword)))
             f++;
         if (f < n_fields) {
             if (have[f] || !parse_int_line(c, &(st->*node_state_fields[f].member)))
                 return false;  // each field once
             have[f] = true;
-        } else if (c.word(version >= 3 ? "layout" : "slot")) {
+        } else if (is(version >= 3 ? "layout" : "slot")) {
             if (st->n_marks == NodeState::max_marks || !parse_mark_line(c, &st->marks[st->n_marks], version >= 3))
                 return false;
             st->n_marks++;
-        } else {
-            // A keyword this reader does not know: skipped (see the header).
-            const char* k = p;
-            while (k != eol && ((*k >= 'a' && *k <= 'z') || *k == '_'))
-                k++;
-            if (k == p || (k != eol && *k != ' '))
-                return false;
         }
+        // Otherwise a keyword this reader does not know: skipped (see the header).
         p = eol + 1;
     }
     for (size_t f = 0; f < n_fields; f++)

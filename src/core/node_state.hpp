@@ -43,10 +43,8 @@
 
 namespace shardid {
 
-constexpr int max_name_bytes = 63;
-
 struct LayoutMark {
-    char name[max_name_bytes + 1] = {};  // the layout that first used the shape, for people
+    char name[max_name_len + 1] = {};  // the layout that first used the shape, for people
     Shape shape;
     uint64_t word = 0;  // every issued packed (tick, sequence) word of the shape is at most this
 };

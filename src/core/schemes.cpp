@@ -41,7 +41,7 @@ bool check_shard(const Layout& layout, int64_t shard, const char* what, Status* 
 
 bool valid_name(const char* name, size_t len)
 {
-    if (len < 1 || len > 63)
+    if (len < 1 || len > size_t(max_name_len))
         return false;
     for (size_t i = 0; i < len; i++)
         if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= '0' && name[i] <= '9') || name[i] == '_'))

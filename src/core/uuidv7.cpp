@@ -1,5 +1,7 @@
 #include "core/uuidv7.hpp"
 
+#include "core/schemes.hpp"
+
 namespace shardid {
 
 namespace {
@@ -44,32 +46,47 @@ Uuid uuidv7_compose(uint64_t word, unsigned shard_bits, uint64_t shard, uint64_t
     return u;
 }
 
-bool uuidv7_check_shard(unsigned shard_bits, int64_t shard, const char* what, Status* status)
+const Layout& uuidv7_shard_fit(unsigned shard_bits)
 {
-    const int64_t max = shard_bits == 0 ? 0 : int64_t((uint64_t(1) << shard_bits) - 1);
-    if (shard < 0 || shard > max) {
-        if (shard_bits == 0)
-            *status = Status::fail(Error::invalid_parameter, "UUIDv7 has no shard field")
-                          .with_detail("shardid.uuidv7_shard_bits is 0, so rand_b holds only random bits.")
-                          .with_hint("Set shardid.uuidv7_shard_bits to the width of the shard field, or call "
-                                     "next_uuidv7() without a shard.");
-        else
-            *status = Status::fail(Error::out_of_range, "%s %lld is out of range for a UUIDv7 shard field",
-                                   what, (long long)shard)
-                          .with_detail("With shardid.uuidv7_shard_bits = %u, the shard must be between 0 and %lld.",
-                                       shard_bits, (long long)max);
-        return false;
-    }
-    return true;
+    static const auto fits = [] {
+        struct Fits {
+            Layout by_width[uuidv7_max_shard_bits + 1];
+        } f{};
+        for (unsigned w = 0; w <= uuidv7_max_shard_bits; w++)
+            f.by_width[w] = Layout::named("UUIDv7").shard(uint8_t(w));
+        return f;
+    }();
+    return fits.by_width[shard_bits <= uuidv7_max_shard_bits ? shard_bits : 0];
+}
+
+bool uuidv7_check_width(int64_t shard_bits, Status* status)
+{
+    if (shard_bits >= 0 && shard_bits <= int64_t(uuidv7_max_shard_bits))
+        return true;
+    *status = Status::fail(Error::invalid_parameter, "shard width %lld is out of range", (long long)shard_bits)
+                  .with_detail("A UUIDv7 shard field is 0 to %u bits wide.", uuidv7_max_shard_bits);
+    return false;
+}
+
+bool uuidv7_check_shard(const Layout& fit, int64_t shard, const char* what, Status* status)
+{
+    if (check_shard(fit, shard, what, status))
+        return true;
+    if (fit.shard_bits == 0)
+        *status = Status::fail(Error::invalid_parameter, "UUIDv7 has no shard field")
+                      .with_detail("shardid.uuidv7_shard_bits is 0, so rand_b holds only random bits.")
+                      .with_hint("Set shardid.uuidv7_shard_bits to the width of the shard field, or call "
+                                 "next_uuidv7() without a shard.");
+    else
+        status->with_detail("With shardid.uuidv7_shard_bits = %u, the shard must be between 0 and %llu.",
+                            unsigned(fit.shard_bits), (unsigned long long)fit.shard_max());
+    return false;
 }
 
 bool uuidv7_decode(const Uuid& u, unsigned shard_bits, Uuidv7Fields* out, Status* status)
 {
-    if (shard_bits > uuidv7_max_shard_bits) {
-        *status = Status::fail(Error::invalid_parameter, "shard width %u is out of range", shard_bits)
-                      .with_detail("A UUIDv7 shard field is 0 to %u bits wide.", uuidv7_max_shard_bits);
+    if (!uuidv7_check_width(shard_bits, status))
         return false;
-    }
     const unsigned version = u.bytes[6] >> 4;
     const unsigned variant = u.bytes[8] >> 6;
     if (version != 7) {

@@ -59,7 +59,16 @@ bool uuidv7_min(int64_t unix_ms, Uuid* out, Status* status);
 // has_lower/has_upper false: unbounded on that side.
 void uuidv7_range(bool has_lower, int64_t lower_ms, bool has_upper, int64_t upper_ms, Uuid* lo, Uuid* hi);
 
-// The checks of a shard against a width; `what` names its source.
-bool uuidv7_check_shard(unsigned shard_bits, int64_t shard, const char* what, Status* status);
+// A shard field's width: 0..uuidv7_max_shard_bits (invalid_parameter otherwise).
+bool uuidv7_check_width(int64_t shard_bits, Status* status);
+
+// The layout a UUIDv7's shard must fit: "UUIDv7" with a shard field
+// `shard_bits` wide (at most uuidv7_max_shard_bits). Its word never holds
+// the shard, which travels in rand_b.
+const Layout& uuidv7_shard_fit(unsigned shard_bits);
+
+// check_shard() against such a layout, in a UUIDv7's words (a width of 0
+// has no shard field at all); `what` names the shard's source.
+bool uuidv7_check_shard(const Layout& fit, int64_t shard, const char* what, Status* status);
 
 }  // namespace shardid

@@ -22,10 +22,10 @@ extern "C" {
 
 #include "core/callnum.hpp"
 #include "core/decimal.hpp"
-#include "pg/coordinator.hpp"
 #include "pg/guard.hpp"
+#include "pg/row.hpp"
 #include "pg/keys.hpp"
-#include "pg/layouts.hpp"
+#include "pg/node_source.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
 #include "pg/wal.hpp"
@@ -97,19 +97,18 @@ void restart_sequence_at(const Sequence& seq, int64 value)
 int64 take_fresh(const Sequence& seq, NodeCounter which)
 {
     refuse_on_standby();
-    if (coord_enabled()) {
-        // Cluster-wide counters in etcd: no node took these values before,
-        // and the worker takes them above this node's floor.
-        for (;;) {
-            const int64 value = coord_take_counter(which);
-            if (value > seq.max)
-                ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-                                errmsg("the etcd counter of shardid's %s has no value left", coord_counter_name(which)),
-                                errdetail("It gave %lld; the field holds at most %lld.", (long long)value,
-                                          (long long)seq.max)));
-            if (claim_counter(which, value))
-                return value;
-        }
+    // A source that hands out counters cluster-wide (etcd): no node took
+    // these values before, and the source takes them above this node's floor.
+    const NodeIdSource& source = node_id_source();
+    for (int64 value; (value = source.take_counter(which)) != NodeIdSource::from_node_sequence;) {
+        if (value > seq.max)
+            ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                            errmsg("the %s counter of shardid's %s has no value left", source.name(),
+                                   node_counter_name(which)),
+                            errdetail("It gave %lld; the field holds at most %lld.", (long long)value,
+                                      (long long)seq.max)));
+        if (claim_counter(which, value))
+            return value;
     }
     for (;;) {
         const int64 value = nextval_internal(seq.relid, false);
@@ -220,10 +219,11 @@ extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)
     Status status;
     if (!guarded(status, [&] { return decimal_decode(id, &parts, &status); }))
         raise(status);
-    Datum values[3] = {Int64GetDatum(parts.counter), Int32GetDatum(parts.generator_id),
-                       Int32GetDatum(parts.launch_id)};
-    bool nulls[3] = {false, false, false};
-    return return_record(fcinfo, values, nulls);
+    Row<3> row;
+    row.add(Int64GetDatum(parts.counter));
+    row.add(Int32GetDatum(parts.generator_id));
+    row.add(Int32GetDatum(parts.launch_id));
+    return return_row(fcinfo, row);
 }
 
 extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
@@ -267,8 +267,9 @@ extern "C" Datum shardid_call_number_decode(PG_FUNCTION_ARGS)
     Status status;
     if (!guarded(status, [&] { return call_number_decode(shuffle, s, len, &parts, &status); }))
         raise(status);
-    Datum values[3] = {Int32GetDatum(int32(parts.version)), Int32GetDatum(int32(parts.run_id)),
-                       Int32GetDatum(int32(parts.sequence))};
-    bool nulls[3] = {false, false, false};
-    return return_record(fcinfo, values, nulls);
+    Row<3> row;
+    row.add(Int32GetDatum(int32(parts.version)));
+    row.add(Int32GetDatum(int32(parts.run_id)));
+    row.add(Int32GetDatum(int32(parts.sequence)));
+    return return_row(fcinfo, row);
 }

@@ -9,6 +9,8 @@ extern "C" {
 
 #include "core/eightbyte.hpp"
 #include "pg/guard.hpp"
+#include "pg/row.hpp"
+#include "pg/generate.hpp"
 #include "pg/layouts.hpp"
 #include "pg/settings.hpp"
 #include "pg/timeconv.hpp"
@@ -66,7 +68,7 @@ extern "C" Datum shardid_next_eightbyte_id(PG_FUNCTION_ARGS)
 {
     const EightMode mode = mode_arg(fcinfo, 0);
     // The engine issues (ms, generator = shardid.node_id, sequence); repack it.
-    const Fields f = eightbyte_layout.decompose(generate_raw(fcinfo, eightbyte_layout, eightbyte_slot, ShardFrom::node_setting()));
+    const Fields f = eightbyte_layout.decompose(generate_raw(fcinfo, eightbyte_layout, eightbyte_slot, ShardFrom::node_id()));
     const EightParts parts{int64_t(f.tick), uint32_t(f.sequence), uint32_t(f.shard), uint32_t(cluster_id), mode};
     return bytea_of(eight_word(parts));
 }
@@ -86,11 +88,13 @@ extern "C" Datum shardid_eightbyte_id_build(PG_FUNCTION_ARGS)
 extern "C" Datum shardid_eightbyte_id_decode(PG_FUNCTION_ARGS)
 {
     const EightParts p = eight_parts(word_arg(fcinfo, 0));
-    Datum values[5] = {TimestampTzGetDatum(timestamptz_of_unix_ms(p.unix_ms)), Int32GetDatum(int32(p.sequence)),
-                       Int32GetDatum(int32(p.generator_id)), Int32GetDatum(int32(p.cluster_id)),
-                       CStringGetTextDatum(p.mode == EightMode::spread ? "spread" : "time_sequential")};
-    bool nulls[5] = {false, false, false, false, false};
-    return return_record(fcinfo, values, nulls);
+    Row<5> row;
+    row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(p.unix_ms)));
+    row.add(Int32GetDatum(int32(p.sequence)));
+    row.add(Int32GetDatum(int32(p.generator_id)));
+    row.add(Int32GetDatum(int32(p.cluster_id)));
+    row.add(CStringGetTextDatum(p.mode == EightMode::spread ? "spread" : "time_sequential"));
+    return return_row(fcinfo, row);
 }
 
 // Time-sequential IDs as positive bigints (their byte order is numeric order).

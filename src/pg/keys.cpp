@@ -20,6 +20,7 @@ extern "C" {
 #include "pg/catalog.hpp"
 #include "pg/guard.hpp"
 #include "pg/keys.hpp"
+#include "pg/generate.hpp"
 #include "pg/layouts.hpp"
 
 using namespace shardid;
@@ -40,7 +41,7 @@ namespace {
 
 constexpr int max_keys = 32;
 struct CachedKey {
-    char name[64];
+    char name[max_name_len + 1];
     uint8_t secret[16];
 };
 CachedKey keys[max_keys];
@@ -98,9 +99,9 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         CacheRegisterRelcacheCallback(forget_keys, (Datum)0);
         callback_registered = true;
     }
-    if (len > 63 || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
+    if (len > max_name_len || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
         ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("obfuscation key \"%.*s\" does not exist", len > 63 ? 63 : len, name),
+                        errmsg("obfuscation key \"%.*s\" does not exist", len > max_name_len ? max_name_len : len, name),
                         errhint("A superuser creates keys with create_obfuscation_key().")));
     if (n_keys == max_keys)
         n_keys = 0;
@@ -147,7 +148,7 @@ extern "C" Datum shardid_reveal_id(PG_FUNCTION_ARGS) { return permute(fcinfo, tr
 extern "C" Datum shardid_next_opaque_id(PG_FUNCTION_ARGS)
 {
     LayoutEntry& e = layout_arg(fcinfo, 0);
-    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, ShardFrom::node_setting()));
+    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, ShardFrom::node_id()));
     const PermutationKey key = key_arg(fcinfo, 1);
     PG_RETURN_INT64(int64(permute_forward(key, uint64_t(id), 63)));
 }

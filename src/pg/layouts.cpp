@@ -16,29 +16,20 @@ extern "C" {
 #include "utils/array.h"
 #include "utils/syscache.h"
 #include "catalog/pg_type_d.h"
-#include "miscadmin.h"
-#include "pgstat.h"
-#include "storage/latch.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 }
 
-#include "core/node_state.hpp"
 #include "core/schemes.hpp"
 #include "pg/catalog.hpp"
 #include "pg/guard.hpp"
-#include "pg/coordinator.hpp"
-#include "pg/settings.hpp"
-#include "pg/timeconv.hpp"
-#include "pg/wal.hpp"
 #include "pg/shmem.hpp"
+#include "pg/timeconv.hpp"
 
 namespace shardid::pg {
 
 namespace {
-
-constexpr int max_name_len = 63;
 
 // The shape of a user layout (they never wrap, and count their sequence
 // from 0), with its fields named. Widths are checked by the caller.
@@ -239,19 +230,6 @@ LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
     return entry;
 }
 
-// The wait event of a backend waiting for the next tick.
-uint32 next_tick_wait_event()
-{
-#if PG_VERSION_NUM >= 170000
-    static uint32 event = 0;
-    if (event == 0)
-        event = WaitEventExtensionNew("ShardidNextTick");
-    return event;
-#else
-    return PG_WAIT_EXTENSION;
-#endif
-}
-
 }  // namespace
 
 void check_layout_name(const char* name, int len)
@@ -362,101 +340,6 @@ LayoutEntry& layout_arg(FunctionCallInfo fcinfo, int argno)
     cache->len = len;
     memcpy(cache->name, name, len);
     return *entry;
-}
-
-Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from)
-{
-    PG_RETURN_INT64(int64(generate_raw(fcinfo, layout, slot_cache, shard_from)));
-}
-
-uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from,
-                      OuterShard outer)
-{
-    refuse_on_standby();
-    if (slot_cache == nullptr)
-        slot_cache = slot_for(layout);
-    SlotState& slot = *slot_cache;
-    const bool shard_given =
-        shard_from.source == ShardFrom::Source::argument && !PG_ARGISNULL(shard_from.argno);
-    const int32 shard = shard_given ? PG_GETARG_INT32(shard_from.argno) : 0;
-    const bool coarse = layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms);
-    // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
-    const uint32 wait_event = next_tick_wait_event();
-
-    TimestampTz waiting_since = 0;  // for a claim of the node id from etcd (0: not waiting)
-    for (;;) {
-        Status status;
-        uint64_t id = 0, word = 0, claim = 0;
-        int64_t tick_ms = 0;
-        const bool ok = guarded(status, [&] {
-            const Layout& fit = outer.fit ? *outer.fit : layout;
-            uint64_t field = 0;
-            if (shard_from.source == ShardFrom::Source::none) {
-                field = 0;
-            } else if (shard_given) {
-                if (!check_shard(fit, shard, "shard", &status))
-                    return false;
-                field = uint64_t(shard);
-            } else if (!node_shard(fit, &field, &claim, &status)) {
-                return false;
-            }
-            if (outer.fit) {
-                *outer.shard = field;
-                field = 0;
-            }
-            LatchClock clock{{clock_offset_ms, coarse}, wait_event};
-            return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);
-        });
-        if (ok) {
-            // Never hand out an ID the persisted node state does not cover,
-            // nor, with a node id from etcd, one its claim no longer covers.
-            cover_issued(slot_cache, layout, word, tick_ms);
-            if (claim == 0 || coord_confirm(claim, tick_ms, &status)) {
-                if (waiting_since != 0)
-                    ConditionVariableCancelSleep();
-                return id;
-            }
-        }
-        if (status.error == Error::not_claimed) {
-            // Outside C++ scope: waits a little (interruptibly), or raises
-            // once shardid.etcd_wait has passed.
-            if (waiting_since == 0)
-                waiting_since = GetCurrentTimestamp();
-            coord_wait(waiting_since, status);
-            continue;
-        }
-        if (status.error != Error::interrupted)
-            raise(status);
-        // A wait for the next tick was given up for an interrupt: serve it
-        // here, outside C++ scope (cancel and terminate do not return), then
-        // try again.
-        CHECK_FOR_INTERRUPTS();
-    }
-}
-
-bool LatchClock::pause(int64_t ms_left) const
-{
-    if (INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED())
-        return false;
-    if (ms_left > 1) {
-        const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, long(ms_left - 1),
-                                 wait_event);
-        if (rc & WL_LATCH_SET)
-            ResetLatch(MyLatch);
-    }
-    // The last millisecond is spun through, so millisecond layouts reach
-    // their cap; an interrupt still ends the spin.
-    return !(INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED());
-}
-
-Datum return_record(FunctionCallInfo fcinfo, Datum* values, bool* nulls)
-{
-    TupleDesc tupdesc;
-    if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("function returning record called in context that cannot accept type record")));
-    tupdesc = BlessTupleDesc(tupdesc);
-    PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
 }  // namespace shardid::pg

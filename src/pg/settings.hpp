@@ -1,4 +1,7 @@
-// shardid's GUCs (defined in module.cpp) and the helpers that read them.
+// shardid's settings (GUCs), every one defined in src/pg/settings.cpp from
+// one table (name, description, default, range, context, privilege), and
+// the helpers that read them. docs and the settings check
+// (test/docs/tables.sh) read that table.
 #pragma once
 
 #include <type_traits>
@@ -6,8 +9,6 @@
 #include <cstdint>
 
 #include "core/clock.hpp"
-#include "core/layout.hpp"
-#include "core/status.hpp"
 
 namespace shardid::pg {
 
@@ -22,30 +23,31 @@ extern char* call_number_key;  // shardid.call_number_key: a key-ring name
 extern bool wal_log_mark;      // shardid.wal_log_mark: WAL-log the node state (when preloaded)
 extern int uuidv7_shard_bits;  // shardid.uuidv7_shard_bits: the shard field's width in a UUIDv7's rand_b
 
+// Where the node id comes from (shardid.node_id_source, server start; the
+// source itself: src/pg/node_source.hpp).
+enum class NodeIdSourceSetting : int { setting = 0, etcd = 1 };
+extern int node_id_source_setting;
+inline bool coord_enabled() { return node_id_source_setting == int(NodeIdSourceSetting::etcd); }
+
+// The etcd claim (src/pg/coord_worker.cpp, src/pg/coord_claim.cpp).
+extern char* etcd_endpoints;
+extern char* etcd_prefix;
+extern int etcd_lease_ttl_s;
+extern char* etcd_user;
+extern char* etcd_password_file;
+extern char* etcd_cacert;
+extern char* etcd_cert;
+extern char* etcd_key;
+extern int etcd_node_id_min;
+extern int etcd_node_id_max;
+extern int etcd_wait_ms;
+
+// Called from _PG_init: defines every setting. Those that take effect at
+// server start only when preloading (PostgreSQL refuses PGC_POSTMASTER
+// settings of a library loaded later).
+void define_settings();
+
 // The wall clock as this backend reads it (with shardid.clock_offset_ms).
 inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }
-
-// The clock generators use inside PostgreSQL: the wall clock, whose waits
-// for the next tick sleep on the backend's latch (wait event "Extension",
-// or "ShardidNextTick" from PostgreSQL 17) and give up as soon as an
-// interrupt (cancel, terminate, statement_timeout, shutdown) is pending, so
-// that the caller serves it with CHECK_FOR_INTERRUPTS() outside C++ scope.
-// Its wait event is resolved before a generator enters guarded() (on
-// PostgreSQL 17 making it can ereport), so that pause() calls nothing that
-// can. WaitLatch() itself does not ereport; on postmaster death it exits the
-// process (WL_EXIT_ON_PM_DEATH).
-struct LatchClock : SystemClock {
-    uint32_t wait_event;
-    bool pause(int64_t ms_left) const;
-};
-static_assert(std::is_trivially_destructible_v<LatchClock>,
-              "a clock lives inside guarded(): nothing there may need a destructor that an ereport would skip");
-
-// This node's id as the shard/node field of `layout`, or a failure (55000
-// when unset, 22003 when it does not fit the field): shardid.node_id, or
-// with shardid.node_id_source = etcd the id claimed from etcd, and then in
-// *claim the claim's generation for coord_confirm() (0 otherwise;
-// Error::not_claimed when the node holds none: the caller waits).
-bool node_shard(const Layout& layout, uint64_t* shard, uint64_t* claim, Status* status);
 
 }  // namespace shardid::pg

@@ -31,7 +31,7 @@
 
 #include "core/engine.hpp"
 #include "core/node_state.hpp"
-#include "pg/coordinator.hpp"
+#include "pg/coord_shared.hpp"
 #include "pg/pg.hpp"
 #include "pg/shmem.hpp"
 
@@ -45,7 +45,7 @@ namespace shardid::pg {
 struct Slot {
     SlotState state;  // first, so it keeps the slot's 64-byte alignment
     Shape shape;
-    char name[64];    // the layout that first claimed the slot, for shardid_status()
+    char name[max_name_len + 1];  // the layout that first claimed the slot, for shardid_status()
     Oid database;     // the database that first claimed it (InvalidOid: restored from the node state)
     std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none, or retired)
     std::atomic<uint64_t> mark_lsn;   // coarse layouts: the end of the WAL record of that mark (0: none)
@@ -65,7 +65,7 @@ struct Shared {
     std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
     std::atomic<int64_t> retired_ms;  // NodeState::retired_ms: coarse shapes without a mark resume after it
     // The mark in etcd that the claim of the node id started above (0: none;
-    // src/pg/coordinator.cpp): every slot, new ones too, resumes above the
+    // src/pg/coord_worker.cpp): every slot, new ones too, resumes above the
     // tick that contains it. Raised under AddinShmemInitLock.
     std::atomic<int64_t> claim_floor_ms;
     // Which WAL record covers an ID (see confirm_covered()): the record that
@@ -87,7 +87,7 @@ struct Shared {
     // run ids, ...), by their index in node_state_fields; other entries unused.
     int64 counter_floors[node_state_field_count];
     LWLock state_lock;             // see the locking rules above
-    CoordShared coord;             // node ids from etcd (src/pg/coordinator.hpp)
+    CoordShared coord;             // the node id claimed from etcd (src/pg/coord_shared.hpp)
     Slot slots[max_slots];
     struct {
         Oid database;

@@ -223,6 +223,18 @@ SlotState* slot_for(const Layout& layout)
     return &slot->state;
 }
 
+void raise_claim_floor(int64_t floor_ms)
+{
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    raise_to(shared->claim_floor_ms, floor_ms);
+    for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
+        Slot& slot = shared->slots[i];
+        claim_floor_raise(slot.shape.layout(slot.name), slot.state, floor_ms);
+    }
+    LWLockRelease(AddinShmemInitLock);
+}
+
+
 DecimalState* decimal_state(Oid database)
 {
     // An entry of this database, or a free one; when there is none, the

@@ -1,6 +1,7 @@
 // shardid_status(): one row per layout slot in use on this node.
 #include "core/clock.hpp"
 #include "pg/pg.hpp"
+#include "pg/row.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared.hpp"
 #include "pg/timeconv.hpp"
@@ -23,7 +24,6 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
     using namespace shardid;
     using namespace shardid::pg;
     InitMaterializedSRF(fcinfo, 0);
-    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     attach_if_needed();
     const int n = shared->n_used.load(std::memory_order_acquire);  // whole slots only (Shared::n_used)
 
@@ -38,22 +38,20 @@ extern "C" Datum shardid_status(PG_FUNCTION_ARGS)
         const uint64_t last = slot.state.last.load(std::memory_order_acquire);
         const int64 last_tick_ms = layout.ms_of_tick(int64(layout.packed_tick(last)));
         const bool issued = last != 0;
-        Datum values[11] = {CStringGetTextDatum(slot.name),
-                            issued ? TimestampTzGetDatum(timestamptz_of_unix_ms(last_tick_ms)) : (Datum)0,
-                            Int64GetDatum(int64(layout.packed_sequence(last))),
-                            Int64GetDatum(issued && last_tick_ms > now_ms ? last_tick_ms - now_ms : 0),
-                            Int64GetDatum(int64(slot.state.waits.load())),
-                            Int64GetDatum(int64(slot.state.ahead.load())),
-                            Int64GetDatum(int64(slot.state.behind.load())),
-                            mark,
-                            floor,
-                            BoolGetDatum(shared->state_unreadable),
-                            BoolGetDatum(wal_logging())};
-        bool nulls[11] = {false, !issued, !issued, false, false, false, false,
-                          mark_ms == 0, floor_ms == 0, false, false};
-        // An older install (1.1) asks for the first ten columns only:
-        // tuplestore_putvalues() reads as many as its descriptor has.
-        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        Row<11> row;
+        row.add(CStringGetTextDatum(slot.name));
+        issued ? row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(last_tick_ms))) : row.add_null();
+        issued ? row.add(Int64GetDatum(int64(layout.packed_sequence(last)))) : row.add_null();
+        row.add(Int64GetDatum(issued && last_tick_ms > now_ms ? last_tick_ms - now_ms : 0));
+        row.add(Int64GetDatum(int64(slot.state.waits.load())));
+        row.add(Int64GetDatum(int64(slot.state.ahead.load())));
+        row.add(Int64GetDatum(int64(slot.state.behind.load())));
+        mark_ms != 0 ? row.add(mark) : row.add_null();
+        floor_ms != 0 ? row.add(floor) : row.add_null();
+        row.add(BoolGetDatum(shared->state_unreadable));
+        row.add(BoolGetDatum(wal_logging()));
+        // An older install (1.1) asks for the first ten columns only.
+        put_row(fcinfo, row, 10);
     }
     return (Datum)0;
 }

@@ -12,6 +12,8 @@ extern "C" {
 
 #include "core/schemes.hpp"
 #include "pg/guard.hpp"
+#include "pg/row.hpp"
+#include "pg/generate.hpp"
 #include "pg/layouts.hpp"
 #include "pg/timeconv.hpp"
 
@@ -53,10 +55,11 @@ Decoded decode_or_raise(const Layout& layout, int64 id)
 Datum decode_record(FunctionCallInfo fcinfo, const Layout& layout, int64 id)
 {
     const Decoded d = decode_or_raise(layout, id);
-    Datum values[3] = {TimestampTzGetDatum(timestamptz_of_unix_ms(d.unix_ms)), Int32GetDatum(int32(d.shard)),
-                       Int32GetDatum(int32(d.sequence))};
-    bool nulls[3] = {false, false, false};
-    return return_record(fcinfo, values, nulls);
+    Row<3> row;
+    row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(d.unix_ms)));
+    row.add(Int32GetDatum(int32(d.shard)));
+    row.add(Int32GetDatum(int32(d.sequence)));
+    return return_row(fcinfo, row);
 }
 
 Datum decode_timestamp(const Layout& layout, int64 id)
@@ -179,7 +182,7 @@ extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
                         errdetail("It is kept for a built-in layout of a later shardid version."),
                         errhint("Choose another name.")));
 
-    char name_z[64];
+    char name_z[max_name_len + 1];
     memcpy(name_z, name, len);
     name_z[len] = '\0';
     (void)user_layout(name_z, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_INTERVAL_P(2), PG_GETARG_INT32(3),
@@ -191,13 +194,15 @@ extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
 extern "C" Datum shardid_presets(PG_FUNCTION_ARGS)
 {
     InitMaterializedSRF(fcinfo, 0);
-    auto* rsinfo = reinterpret_cast<ReturnSetInfo*>(fcinfo->resultinfo);
     for (const Layout* p : presets) {
-        Datum values[6] = {CStringGetTextDatum(p->name), TimestampTzGetDatum(timestamptz_of_unix_ms(p->epoch_ms)),
-                           IntervalPGetDatum(interval_of_ms(p->unit_ms)), Int16GetDatum(p->time_bits),
-                           Int16GetDatum(p->shard_bits), Int16GetDatum(p->sequence_bits)};
-        bool nulls[6] = {false, false, false, false, false, false};
-        tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+        Row<6> row;
+        row.add(CStringGetTextDatum(p->name));
+        row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(p->epoch_ms)));
+        row.add(IntervalPGetDatum(interval_of_ms(p->unit_ms)));
+        row.add(Int16GetDatum(p->time_bits));
+        row.add(Int16GetDatum(p->shard_bits));
+        row.add(Int16GetDatum(p->sequence_bits));
+        put_row(fcinfo, row);
     }
     return (Datum)0;
 }
@@ -222,7 +227,7 @@ const char* layout_name_arg(FunctionCallInfo fcinfo, int argno)
 {
     text* t = PG_GETARG_TEXT_PP(argno);
     const int len = VARSIZE_ANY_EXHDR(t);
-    if (len < 1 || len > 63)
+    if (len < 1 || len > max_name_len)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("invalid layout name")));
     return text_to_cstring(t);
 }

@@ -4,7 +4,8 @@
 #include "core/engine.hpp"
 #include "core/schemes.hpp"
 #include "pg/guard.hpp"
-#include "pg/layouts.hpp"
+#include "pg/generate.hpp"
+#include "pg/row.hpp"
 #include "pg/timeconv.hpp"
 
 using namespace shardid;
@@ -36,16 +37,17 @@ TraceParts decode_args(FunctionCallInfo fcinfo)
 
 extern "C" Datum shardid_next_trace_id(PG_FUNCTION_ARGS)
 {
-    return generate(fcinfo, trace_layout, trace_slot, ShardFrom::node_setting());
+    return generate(fcinfo, trace_layout, trace_slot, ShardFrom::node_id());
 }
 
 extern "C" Datum shardid_trace_id_decode(PG_FUNCTION_ARGS)
 {
     const TraceParts parts = decode_args(fcinfo);
-    Datum values[3] = {TimestampTzGetDatum(timestamptz_of_unix_ms(parts.unix_s * 1000)),
-                       Int32GetDatum(int32(parts.node_no)), Int32GetDatum(int32(parts.counter))};
-    bool nulls[3] = {false, false, false};
-    return return_record(fcinfo, values, nulls);
+    Row<3> row;
+    row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(parts.unix_s * 1000)));
+    row.add(Int32GetDatum(int32(parts.node_no)));
+    row.add(Int32GetDatum(int32(parts.counter)));
+    return return_row(fcinfo, row);
 }
 
 extern "C" Datum shardid_trace_id_timestamp(PG_FUNCTION_ARGS)

@@ -8,7 +8,8 @@ extern "C" {
 
 #include "core/uuidv7.hpp"
 #include "pg/guard.hpp"
-#include "pg/layouts.hpp"
+#include "pg/row.hpp"
+#include "pg/generate.hpp"
 #include "pg/settings.hpp"
 #include "pg/timeconv.hpp"
 
@@ -20,10 +21,6 @@ PG_FUNCTION_INFO_V1(shardid_next_uuidv7);
 PG_FUNCTION_INFO_V1(shardid_uuidv7_decode);
 PG_FUNCTION_INFO_V1(shardid_uuidv7_timestamp);
 PG_FUNCTION_INFO_V1(shardid_uuidv7_min);
-}
-
-namespace shardid::pg {
-int uuidv7_shard_bits = 0;
 }
 
 namespace {
@@ -64,11 +61,8 @@ Uuidv7Fields decode_or_raise(const Uuid& u, int32 shard_bits)
 {
     Uuidv7Fields f{};
     Status status;
-    if (shard_bits < 0 || shard_bits > int32(uuidv7_max_shard_bits)) {
-        status = Status::fail(Error::invalid_parameter, "shard width %d is out of range", shard_bits)
-                     .with_detail("A UUIDv7 shard field is 0 to %u bits wide.", uuidv7_max_shard_bits);
+    if (!uuidv7_check_width(shard_bits, &status))
         raise(status);
-    }
     if (!guarded(status, [&] { return uuidv7_decode(u, unsigned(shard_bits), &f, &status); }))
         raise(status);
     return f;
@@ -83,15 +77,10 @@ extern "C" Datum shardid_next_uuidv7(PG_FUNCTION_ARGS)
 {
     const unsigned width = unsigned(uuidv7_shard_bits);
     const bool has_arg = PG_NARGS() > 0 && !PG_ARGISNULL(0);
-    if (has_arg) {
-        Status status;
-        if (!uuidv7_check_shard(width, PG_GETARG_INT32(0), "shard", &status))
-            raise(status);
-    }
-    const Layout fit = Layout::named("UUIDv7").shard(width);
     uint64_t shard = 0;
-    ShardFrom from = has_arg ? ShardFrom::argument(0) : width > 0 ? ShardFrom::node_setting() : ShardFrom::none();
-    const uint64_t word = generate_raw(fcinfo, uuidv7_layout, uuidv7_slot, from, OuterShard{&fit, &shard});
+    const ShardFrom from = has_arg ? ShardFrom::argument(0) : width > 0 ? ShardFrom::node_id() : ShardFrom::none();
+    const uint64_t word = generate_raw(fcinfo, uuidv7_layout, uuidv7_slot, from,
+                                       OuterShard{&uuidv7_shard_fit(width), &shard, uuidv7_check_shard});
     const uint64 random = strong_random_word();
     return uuid_datum(uuidv7_compose(word, width, shard, random));
 }
@@ -99,10 +88,11 @@ extern "C" Datum shardid_next_uuidv7(PG_FUNCTION_ARGS)
 extern "C" Datum shardid_uuidv7_decode(PG_FUNCTION_ARGS)
 {
     const Uuidv7Fields f = decode_or_raise(uuid_arg(fcinfo, 0), PG_GETARG_INT32(1));
-    Datum values[3] = {TimestampTzGetDatum(timestamptz_of_unix_ms(f.unix_ms)), Int32GetDatum(int32(f.counter)),
-                       Int64GetDatum(int64(f.shard))};
-    bool nulls[3] = {false, false, false};
-    return return_record(fcinfo, values, nulls);
+    Row<3> row;
+    row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(f.unix_ms)));
+    row.add(Int32GetDatum(int32(f.counter)));
+    row.add(Int64GetDatum(int64(f.shard)));
+    return return_row(fcinfo, row);
 }
 
 extern "C" Datum shardid_uuidv7_timestamp(PG_FUNCTION_ARGS)

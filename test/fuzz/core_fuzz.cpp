@@ -2,6 +2,7 @@
 // validation and the engine under arbitrary clock steps. Any invariant
 // broken, or any sanitizer report, is a crash.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <initializer_list>
 
@@ -222,7 +223,7 @@ void fuzz_node_state(Input& in)
         parsed.n_marks = in.take<uint8_t>() % 4;
         for (int i = 0; i < parsed.n_marks; i++) {
             LayoutMark& m = parsed.marks[i];
-            const uint8_t len = uint8_t(1 + in.take<uint8_t>() % max_name_bytes);
+            const uint8_t len = uint8_t(1 + in.take<uint8_t>() % max_name_len);
             for (int k = 0; k < len; k++) {
                 m.name[k] = char(in.take<uint8_t>());
                 if (m.name[k] == '\0')
@@ -242,6 +243,31 @@ void fuzz_node_state(Input& in)
     const size_t n = node_state_format(parsed, state_text, sizeof state_text);
     REQUIRE(n <= sizeof state_text);
     REQUIRE(node_state_parse(state_text, n, &back));
+    REQUIRE(back == parsed);
+    // A later version's line whose keyword starts with a known one ("mark_lsn",
+    // "layoutx", "generators"), put after the header: skipped whole, every
+    // known field survives.
+    const char* known[node_state_field_count + 1];
+    for (int i = 0; i < node_state_field_count; i++)
+        known[i] = node_state_fields[i].keyword;
+    known[node_state_field_count] = "layout";
+    static char extended[node_state_max_text + 64];
+    const char* eol = static_cast<const char*>(std::memchr(state_text, '\n', n));
+    REQUIRE(eol != nullptr);
+    const size_t head = size_t(eol - state_text) + 1;
+    std::memcpy(extended, state_text, head);
+    size_t at = head;
+    const char* kw = known[in.take<uint8_t>() % (node_state_field_count + 1)];
+    at += size_t(std::snprintf(extended + at, 32, "%s", kw));
+    const int suffix = 1 + in.take<uint8_t>() % 4;
+    for (int i = 0; i < suffix; i++) {
+        const uint8_t c = in.take<uint8_t>() % 27;
+        extended[at++] = c == 26 ? '_' : char('a' + c);
+    }
+    at += size_t(std::snprintf(extended + at, 32, " %u\n", unsigned(in.take<uint16_t>())));
+    std::memcpy(extended + at, state_text + head, n - head);
+    at += n - head;
+    REQUIRE(node_state_parse(extended, at, &back));
     REQUIRE(back == parsed);
 }
 

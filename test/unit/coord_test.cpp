@@ -1,10 +1,10 @@
 // The coordination rules (src/core/coord.hpp) and the etcd answer decoders
-// (src/core/etcd.hpp), without an etcd: what a broken proxy, a truncated
+// (src/core/etcd_wire.hpp), without an etcd: what a broken proxy, a truncated
 // body or a hand-edited key looks like must be refused, never crash.
 #include <gtest/gtest.h>
 
 #include "core/coord.hpp"
-#include "core/etcd.hpp"
+#include "core/etcd_wire.hpp"
 
 using namespace shardid;
 

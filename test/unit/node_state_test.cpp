@@ -28,7 +28,7 @@ bool parse(const std::string& text, NodeState* st) { return node_state_parse(tex
 LayoutMark mark(const char* name, const Layout& layout, uint64_t word)
 {
     LayoutMark m;
-    std::strncpy(m.name, name, max_name_bytes);
+    std::strncpy(m.name, name, max_name_len);
     m.shape = Shape::of(layout);
     m.word = word;
     return m;
@@ -65,7 +65,7 @@ TEST(NodeState, RoundTripsTheExtremesOfEveryField)
     st.run_floor = INT64_MAX;
     for (int i = 0; i < NodeState::max_marks; i++) {
         LayoutMark& m = st.marks[st.n_marks++];
-        std::memset(m.name, 'a' + i % 26, max_name_bytes);  // the longest names
+        std::memset(m.name, 'a' + i % 26, max_name_len);  // the longest names
         m.name[0] = char(0x80 + i % 64);                     // escaped first bytes
         m.shape.epoch_ms = i % 2 ? INT64_MIN : INT64_MAX;
         m.shape.unit_ms = i % 2 ? INT64_MAX : INT64_MIN;
@@ -94,6 +94,17 @@ TEST(NodeState, SkipsLinesItDoesNotKnowAndRefusesMalformedOnes)
     ASSERT_TRUE(parse(text + "lease_holder node-7 since 12\n", &back));
     EXPECT_TRUE(back == st);
     ASSERT_TRUE(parse(text + "future_flag\n", &back));
+    // Keywords are whole words: a later line whose keyword starts with a
+    // known one is not that one (it was, once, and the whole state was refused).
+    for (const char* later : {"mark_lsn 7\n", "runner 7\n", "retired_at 9\n", "generators 3\n",
+                              "layoutx hourly 1 2 3\n", "run_floor_next x y\n"}) {
+        ASSERT_TRUE(parse(text + later, &back)) << later;
+        EXPECT_TRUE(back == st) << later;
+        // Before the known lines too.
+        ASSERT_TRUE(parse("shardid node state v3\n" + std::string(later) + text.substr(text.find('\n') + 1), &back))
+            << later;
+        EXPECT_TRUE(back == st) << later;
+    }
     // Lines that are not lines of the format, or known lines that do not parse.
     for (const char* bad : {"Mark 5\n", "mark 5\n", "9lives 1\n", "layout hourly 1 2\n", "generator\n",
                             "run 1x\n", "retired 01\n", "no newline"})

@@ -98,16 +98,16 @@ TEST(Uuidv7, RefusesOtherVersionsAndVariants)
 TEST(Uuidv7, ShardChecks)
 {
     Status st;
-    EXPECT_TRUE(uuidv7_check_shard(0, 0, "shard", &st));
-    EXPECT_FALSE(uuidv7_check_shard(0, 1, "shard", &st));
+    EXPECT_TRUE(uuidv7_check_shard(uuidv7_shard_fit(0), 0, "shard", &st));
+    EXPECT_FALSE(uuidv7_check_shard(uuidv7_shard_fit(0), 1, "shard", &st));
     EXPECT_EQ(st.error, Error::invalid_parameter);
     st = Status();
-    EXPECT_TRUE(uuidv7_check_shard(10, 1023, "shard", &st));
-    EXPECT_FALSE(uuidv7_check_shard(10, 1024, "shard", &st));
+    EXPECT_TRUE(uuidv7_check_shard(uuidv7_shard_fit(10), 1023, "shard", &st));
+    EXPECT_FALSE(uuidv7_check_shard(uuidv7_shard_fit(10), 1024, "shard", &st));
     EXPECT_EQ(st.error, Error::out_of_range);
     st = Status();
-    EXPECT_FALSE(uuidv7_check_shard(10, -1, "shard", &st));
-    EXPECT_TRUE(uuidv7_check_shard(32, 0xFFFFFFFFll, "shard", &st));
+    EXPECT_FALSE(uuidv7_check_shard(uuidv7_shard_fit(10), -1, "shard", &st));
+    EXPECT_TRUE(uuidv7_check_shard(uuidv7_shard_fit(32), 0xFFFFFFFFll, "shard", &st));
 }
 
 // The engine's words, made into UUIDs with any shard and random bits, sort

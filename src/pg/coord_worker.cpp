@@ -1,228 +1,49 @@
-// Node ids, DecimalId generator ids and call-number run ids from etcd: the
-// settings, the background worker "shardid coordinator" that holds the
-// claim, what generators ask of it, and shardid_coordination(). The rules
-// (fencing, marks, counters): src/core/coord.hpp; the etcd client:
-// src/core/etcd.hpp.
+// The background worker "shardid coordinator": the only process that
+// talks to etcd (through src/etcd/client.hpp). It holds this node's lease,
+// claims the node id, records the window's mark, takes counter values for
+// backends, and publishes all of it in shared memory
+// (src/pg/coord_shared.hpp) for generators (src/pg/coord_claim.cpp). The
+// rules (fencing, marks, counters) are src/core/coord.hpp.
 //
-// The worker is the only process that talks to etcd. It runs without a
-// database connection; every C++ object it uses lives in run(), which
-// never raises an ERROR (in a background worker without an error handler
-// one would end the process, which the postmaster restarts a second later).
+// It runs without a database connection; every C++ object it uses lives in
+// run(), which never raises an ERROR (in a background worker without an
+// error handler one would end the process, which the postmaster restarts a
+// second later).
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include <unistd.h>
 
-#include "pg/coordinator.hpp"
+#include "core/coord.hpp"
+#include "core/text.hpp"
+#include "etcd/client.hpp"
+#include "pg/coord_claim.hpp"
+#include "pg/coord_worker.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared.hpp"
 
 extern "C" {
 #include "access/xlog.h"
-#include "fmgr.h"
-#include "funcapi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "postmaster/interrupt.h"
 #include "postmaster/postmaster.h"
 #include "storage/ipc.h"
-#include "storage/lwlock.h"
-#include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/timestamp.h"
-#include "utils/wait_event.h"
 }
 
-#include "core/coord.hpp"
-#include "core/etcd.hpp"
-#include "core/schemes.hpp"
-#include "pg/guard.hpp"
-#include "pg/layouts.hpp"
-#include "pg/settings.hpp"
-#include "pg/shared.hpp"
-#include "pg/timeconv.hpp"
-
 extern "C" {
-PG_FUNCTION_INFO_V1(shardid_coordination);
 PGDLLEXPORT void shardid_coordinator_main(Datum arg);
 }
 
 namespace shardid::pg {
-
-int node_id_source = int(NodeIdSource::setting);
-
-namespace {
-
-char* etcd_endpoints = nullptr;
-char* etcd_prefix = nullptr;
-int etcd_lease_ttl_s = 10;
-char* etcd_user = nullptr;
-char* etcd_password_file = nullptr;
-char* etcd_cacert = nullptr;
-char* etcd_cert = nullptr;
-char* etcd_key = nullptr;
-int etcd_node_id_min = 0;
-int etcd_node_id_max = 1023;
-int etcd_wait_ms = 10000;
-
-const config_enum_entry source_options[] = {
-    {"setting", int(NodeIdSource::setting), false},
-    {"etcd", int(NodeIdSource::etcd), false},
-    {nullptr, 0, false},
-};
-
-bool check_endpoints(char** newval, void**, GucSource)
-{
-    if (*newval == nullptr || **newval == '\0')
-        return true;  // the worker reports a missing list
-    try {
-        std::vector<std::string> list;
-        std::string why;
-        if (coord::parse_endpoints(*newval, &list, &why))
-            return true;
-        GUC_check_errdetail("%s.", why.c_str());
-    } catch (...) {
-        GUC_check_errdetail("The list could not be read.");
-    }
-    GUC_check_errhint("List etcd's client URLs separated by commas, such as http://10.0.0.1:2379,http://10.0.0.2:2379.");
-    return false;
-}
-
-bool check_prefix(char** newval, void**, GucSource)
-{
-    try {
-        std::string why;
-        if (*newval != nullptr && coord::valid_prefix(*newval, &why))
-            return true;
-        GUC_check_errdetail("The prefix is not usable: %s.", why.c_str());
-    } catch (...) {
-        GUC_check_errdetail("The prefix could not be read.");
-    }
-    return false;
-}
-
-int64_t mono_ms()
-{
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
-}
-
-CoordShared& cs() { return shared->coord; }
-
-void wake_worker()
-{
-    if (Latch* latch = cs().worker_latch.load(std::memory_order_acquire))
-        SetLatch(latch);
-}
-
-uint32 etcd_wait_event()
-{
-#if PG_VERSION_NUM >= 170000
-    static uint32 event = 0;
-    if (event == 0)
-        event = WaitEventExtensionNew("ShardidEtcd");
-    return event;
-#else
-    return PG_WAIT_EXTENSION;
-#endif
-}
-
-// The worker's last error, for a message (copied under the mutex).
-void last_error(char* out, size_t size)
-{
-    CoordShared& c = cs();
-    SpinLockAcquire(&c.mutex);
-    strlcpy(out, c.last_error[0] ? c.last_error : "none", size);
-    SpinLockRelease(&c.mutex);
-}
-
-int counter_index(NodeCounter which) { return which == NodeCounter::generator ? 0 : 1; }
-
-}  // namespace
-
-const char* coord_counter_name(NodeCounter which)
-{
-    return which == NodeCounter::generator ? "DecimalId generator id" : "call-number run id";
-}
-
-void coord_init(CoordShared& c)
-{
-    c.held.store(-1);
-    c.generation.store(1);
-    c.need_ms.store(-1);
-    for (auto& r : c.counter_ready)
-        r.store(-1);
-    ConditionVariableInit(&c.changed);
-    SpinLockInit(&c.mutex);
-    strlcpy(c.state, "starting", sizeof c.state);
-}
-
-bool coord_check_node_id(int* newval, void**, GucSource source)
-{
-    (void)newval;
-    // In etcd mode the node id is the node's, claimed at server start: a
-    // session, role or database value would make IDs under an id nobody claimed.
-    if (coord_enabled() && source >= PGC_S_GLOBAL && source != PGC_S_OVERRIDE) {
-        GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
-        GUC_check_errmsg("shardid.node_id cannot be set per session, role or database when shardid.node_id_source is etcd");
-        GUC_check_errdetail("The node id is claimed from etcd for the whole node at server start.");
-        GUC_check_errhint("Set it in postgresql.conf (-1 claims the lowest free id) and restart the server.");
-        return false;
-    }
-    return true;
-}
-
-void coord_define_settings()
-{
-    DefineCustomIntVariable("shardid.etcd_wait", "How long a generator waits for a claim or a counter from etcd.",
-                            "After it, generation fails with SQLSTATE 55000.", &etcd_wait_ms, 10000, 0, 3600000,
-                            PGC_SUSET, GUC_UNIT_MS, NULL, NULL, NULL);
-    // The rest take effect at server start, which PostgreSQL allows only
-    // for a library in shared_preload_libraries; loaded later, a node takes
-    // its id from shardid.node_id (there is no worker to claim one).
-    if (!process_shared_preload_libraries_in_progress)
-        return;
-    DefineCustomEnumVariable("shardid.node_id_source", "Where this node's id comes from: setting or etcd.",
-                             "setting: shardid.node_id as configured. etcd: claimed from etcd at server start, "
-                             "with fencing and marks, so that no two nodes use one id.",
-                             &node_id_source, int(NodeIdSource::setting), source_options, PGC_POSTMASTER, 0, NULL,
-                             NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_endpoints", "etcd client URLs, separated by commas.",
-                               "Used when shardid.node_id_source is etcd; tried in turn.", &etcd_endpoints, "",
-                               PGC_POSTMASTER, GUC_SUPERUSER_ONLY, check_endpoints, NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_prefix", "The etcd key prefix under which shardid keeps its keys.",
-                               "Nodes that share a prefix share node ids and counters.", &etcd_prefix, "/shardid",
-                               PGC_POSTMASTER, GUC_SUPERUSER_ONLY, check_prefix, NULL, NULL);
-    DefineCustomIntVariable("shardid.etcd_lease_ttl", "TTL of this node's etcd lease.",
-                            "The node stops issuing IDs a margin before the lease can expire when it cannot "
-                            "renew it; another node can take its id after it expired.",
-                            &etcd_lease_ttl_s, 10, 2, 300, PGC_POSTMASTER, GUC_UNIT_S | GUC_SUPERUSER_ONLY, NULL,
-                            NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_user", "etcd user name (empty: no authentication).", NULL, &etcd_user,
-                               "", PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_password_file", "File holding the etcd user's password.", NULL,
-                               &etcd_password_file, "", PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_cacert", "CA certificate file for https etcd endpoints.", NULL,
-                               &etcd_cacert, "", PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_cert", "Client certificate file for etcd.", NULL, &etcd_cert, "",
-                               PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-    DefineCustomStringVariable("shardid.etcd_key", "Client key file for etcd.", NULL, &etcd_key, "", PGC_POSTMASTER,
-                               GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-    DefineCustomIntVariable("shardid.etcd_node_id_min", "Lowest node id claimed when shardid.node_id is -1.", NULL,
-                            &etcd_node_id_min, 0, 0, INT_MAX, PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL, NULL);
-    DefineCustomIntVariable("shardid.etcd_node_id_max", "Highest node id claimed when shardid.node_id is -1.",
-                            "Keep it within the node field of every scheme in use (1023 fits them all).",
-                            &etcd_node_id_max, 1023, 0, INT_MAX, PGC_POSTMASTER, GUC_SUPERUSER_ONLY, NULL, NULL,
-                            NULL);
-}
 
 void coord_register_worker()
 {
@@ -239,100 +60,6 @@ void coord_register_worker()
     snprintf(worker.bgw_function_name, BGW_MAXLEN, "shardid_coordinator_main");
     RegisterBackgroundWorker(&worker);
 }
-
-bool coord_node_shard(const Layout& layout, uint64_t* shard, uint64_t* generation, Status* status)
-{
-    CoordShared& c = cs();
-    *generation = c.generation.load(std::memory_order_acquire);
-    const int held = c.held.load(std::memory_order_acquire);
-    // The fence is checked once, in coord_confirm(), after the ID is made
-    // and before it is returned; here only whether there is a claim at all.
-    if (held < 0) {
-        *status = Status::fail(Error::not_claimed, "this node holds no node id from etcd")
-                      .with_detail("Generating %s values needs a node id claimed from etcd "
-                                   "(shardid.node_id_source = etcd).",
-                                   layout.name)
-                      .with_hint("See SELECT * FROM shardid_coordination(); for the claim and the last error.");
-        return false;
-    }
-    if (!check_shard(layout, held, "the node id claimed from etcd", status)) {
-        status->with_hint("Set shardid.etcd_node_id_max to at most %llu, or shardid.node_id to such an id, and "
-                          "restart the server.",
-                          (unsigned long long)layout.shard_max());
-        return false;
-    }
-    *shard = uint64_t(held);
-    return true;
-}
-
-bool coord_confirm(uint64_t generation, int64_t tick_ms, Status* status)
-{
-    CoordShared& c = cs();
-    if (c.generation.load(std::memory_order_acquire) != generation || c.held.load() < 0 ||
-        mono_ms() >= c.fence_ms.load(std::memory_order_acquire)) {
-        *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
-                      .with_detail("The lease could not be renewed in time, or the claim changed; no ID was "
-                                   "handed out under it.")
-                      .with_hint("See SELECT * FROM shardid_coordination(); for the claim and the last error.");
-        return false;
-    }
-    if (tick_ms >= c.window_end_ms.load(std::memory_order_acquire)) {
-        raise_to(c.need_ms, int64_t(tick_ms));
-        wake_worker();
-        *status = Status::fail(Error::not_claimed, "the window recorded in etcd for this node id ends before the ID")
-                      .with_detail("IDs are issued only below the mark recorded in etcd, which could not be moved "
-                                   "in time.")
-                      .with_hint("See SELECT * FROM shardid_coordination(); for the last error.");
-        return false;
-    }
-    return true;
-}
-
-void coord_wait(TimestampTz since, const Status& why)
-{
-    if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
-        ConditionVariableCancelSleep();
-        char err[512];
-        last_error(err, sizeof err);
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", why.message),
-                        errdetail("%s Waited %d ms (shardid.etcd_wait); the coordinator's last error: %s.", why.detail,
-                                  etcd_wait_ms, err),
-                        errhint("%s", why.hint)));
-    }
-    wake_worker();
-    ConditionVariableTimedSleep(&cs().changed, 50, etcd_wait_event());
-}
-
-int64 coord_take_counter(NodeCounter which)
-{
-    attach_if_needed();
-    CoordShared& c = cs();
-    const int k = counter_index(which);
-    const TimestampTz since = GetCurrentTimestamp();
-    for (;;) {
-        const int64 value = c.counter_ready[k].exchange(-1);
-        if (value >= 0) {
-            ConditionVariableCancelSleep();
-            return value;
-        }
-        if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
-            ConditionVariableCancelSleep();
-            char err[512];
-            last_error(err, sizeof err);
-            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                            errmsg("no %s could be taken from etcd", coord_counter_name(which)),
-                            errdetail("Waited %d ms (shardid.etcd_wait); the coordinator's last error: %s.",
-                                      etcd_wait_ms, err),
-                            errhint("See SELECT * FROM shardid_coordination(); and check that etcd is reachable.")));
-        }
-        c.counter_want[k].store(1);
-        wake_worker();
-        ConditionVariableTimedSleep(&c.changed, 50, etcd_wait_event());
-    }
-}
-
-// ---------------------------------------------------------------------------
-// The worker.
 
 namespace {
 
@@ -378,14 +105,14 @@ private:
 
     etcd::Client client_;
     std::string prefix_ = etcd_prefix;
-    int want_id_ = node_id;
+    int want_id_ = node_id;  // -1: the lowest free id
     std::string lease_;
     int64_t lease_ttl_ms_ = 0;
     int64_t fence_ms_ = 0;       // monotonic
     int64_t last_sent_ms_ = 0;   // monotonic send time of the last renewal etcd answered
     int claimed_ = -1;           // the node key held in etcd
-    int last_id_ = -1;
-    bool refused_ = false;       // the last claim was refused (held elsewhere, or its mark unreadable)           // the id claimed last (node_id -1: preferred when free)
+    int last_id_ = -1;           // the id claimed last (node_id -1: preferred when free)
+    bool refused_ = false;       // the last claim was refused (held elsewhere, or its mark unreadable)
     int held_ = -1;              // published: IDs are issued under it
     int64_t floor_ms_ = 0;
     int64_t recorded_ms_ = 0;    // the window end last recorded in etcd
@@ -395,7 +122,7 @@ private:
 
 void Worker::set_state(const char* state)
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     SpinLockAcquire(&c.mutex);
     strlcpy(c.state, state, sizeof c.state);
     strlcpy(c.endpoint, client_.endpoint().c_str(), sizeof c.endpoint);
@@ -405,7 +132,7 @@ void Worker::set_state(const char* state)
 
 void Worker::error(const std::string& why)
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     SpinLockAcquire(&c.mutex);
     strlcpy(c.last_error, why.c_str(), sizeof c.last_error);
     strlcpy(c.endpoint, client_.endpoint().c_str(), sizeof c.endpoint);
@@ -420,7 +147,7 @@ void Worker::error(const std::string& why)
 
 void Worker::publish_lease()
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     c.fence_ms.store(fence_ms_, std::memory_order_release);
     SpinLockAcquire(&c.mutex);
     strlcpy(c.lease_id, lease_.c_str(), sizeof c.lease_id);
@@ -431,7 +158,7 @@ void Worker::publish_lease()
 
 void Worker::lose_claim(const std::string& why)
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     if (held_ >= 0 || claimed_ >= 0) {
         c.held.store(-1, std::memory_order_release);
         c.generation.fetch_add(1, std::memory_order_acq_rel);
@@ -446,7 +173,7 @@ void Worker::lose_claim(const std::string& why)
 bool Worker::keep_lease()
 {
     std::string why;
-    const int64_t sent = mono_ms();
+    const int64_t sent = fence_clock_ms();
     if (lease_.empty()) {
         etcd::Grant g;
         if (!client_.grant(etcd_lease_ttl_s, &g, &why)) {
@@ -476,7 +203,7 @@ bool Worker::keep_lease()
             publish_lease();
         }
     }
-    if (mono_ms() >= fence_ms_) {
+    if (fence_clock_ms() >= fence_ms_) {
         if (claimed_ >= 0)
             lose_claim("lease " + lease_ + " could not be renewed before its fence: IDs stopped");
         // It may have expired in etcd meanwhile: renew it (etcd says whether
@@ -553,7 +280,7 @@ void Worker::claim()
         return;
     recorded_ms_ = end;
     seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     c.floor_ms.store(floor_ms_);
     c.window_end_ms.store(end, std::memory_order_release);
     c.need_ms.store(-1);
@@ -584,7 +311,7 @@ bool Worker::read_mark()
     }
     int64_t mark = 0;
     if (!kvs.empty() && !coord::parse_count(kvs[0].value, &mark)) {
-        error("the key \"" + key + "\" holds \"" + coord::printable(kvs[0].value, 40) +
+        error("the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) +
               "\", which is not a time in milliseconds: node id " + std::to_string(claimed_) +
               " is not used until it is fixed");
         refused_ = true;
@@ -618,7 +345,7 @@ bool Worker::record_window(int id, int64_t end)
 
 void Worker::renew_window()
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     const int64_t need = c.need_ms.load();
     const int64_t now = wall_clock().now_ms();
     if (!coord::window_due(now, recorded_ms_, need))
@@ -637,9 +364,9 @@ void Worker::renew_window()
 
 void Worker::serve_counters()
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     for (NodeCounter which : {NodeCounter::generator, NodeCounter::run}) {
-        const int k = counter_index(which);
+        const int k = coord_counter_index(which);
         if (c.counter_want[k].load() == 0 || c.counter_ready[k].load() >= 0)
             continue;
         const std::string key = coord::counter_key(prefix_, node_state_fields[int(which)].keyword);
@@ -653,8 +380,8 @@ void Worker::serve_counters()
         if (!kvs.empty()) {
             revision = kvs[0].mod_revision;
             if (!coord::parse_count(kvs[0].value, &current)) {
-                error("the key \"" + key + "\" holds \"" + coord::printable(kvs[0].value, 40) + "\", which is not a count: no " +
-                      coord_counter_name(which) + " is taken until it is fixed");
+                error("the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) + "\", which is not a count: no " +
+                      node_counter_name(which) + " is taken until it is fixed");
                 continue;
             }
         }
@@ -677,7 +404,7 @@ void Worker::serve_counters()
 
 void Worker::release()
 {
-    CoordShared& c = cs();
+    CoordShared& c = coord_shared();
     c.held.store(-1, std::memory_order_release);
     c.generation.fetch_add(1, std::memory_order_acq_rel);
     if (!lease_.empty()) {
@@ -761,7 +488,7 @@ void worker_main()
     std::string why;
     try {
         while (!worker_config(&config, &why)) {
-            CoordShared& c = cs();
+            CoordShared& c = coord_shared();
             SpinLockAcquire(&c.mutex);
             strlcpy(c.last_error, why.c_str(), sizeof c.last_error);
             strlcpy(c.state, "misconfigured", sizeof c.state);
@@ -783,17 +510,6 @@ void worker_main()
 
 }  // namespace
 
-void raise_claim_floor(int64_t floor_ms)
-{
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    raise_to(shared->claim_floor_ms, floor_ms);
-    for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
-        Slot& slot = shared->slots[i];
-        claim_floor_raise(slot.shape.layout(slot.name), slot.state, floor_ms);
-    }
-    LWLockRelease(AddinShmemInitLock);
-}
-
 }  // namespace shardid::pg
 
 void shardid_coordinator_main(Datum)
@@ -803,81 +519,9 @@ void shardid_coordinator_main(Datum)
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
     BackgroundWorkerUnblockSignals();
     attach_if_needed();
-    cs().worker_latch.store(MyLatch, std::memory_order_release);
+    coord_shared().worker_latch.store(MyLatch, std::memory_order_release);
     worker_main();
-    cs().worker_latch.store(nullptr, std::memory_order_release);
+    coord_shared().worker_latch.store(nullptr, std::memory_order_release);
     proc_exit(0);
 }
 
-// shardid_coordination(): where the node id comes from and the state of the claim.
-extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
-{
-    using namespace shardid;
-    using namespace shardid::pg;
-    attach_if_needed();
-    CoordShared& c = cs();
-    Datum values[14];
-    bool nulls[14];
-    for (bool& n : nulls)
-        n = true;
-    const bool etcd = coord_enabled();
-    values[0] = CStringGetTextDatum(etcd ? "etcd" : "setting");
-    nulls[0] = false;
-    if (!etcd) {
-        values[1] = CStringGetTextDatum(node_id >= 0 ? "configured" : "unset");
-        nulls[1] = false;
-        if (node_id >= 0) {
-            values[2] = Int32GetDatum(node_id);
-            nulls[2] = false;
-        }
-        return return_record(fcinfo, values, nulls);
-    }
-    char state[32], endpoint[256], err[512], lease[24];
-    int64 ttl, claimed_at, last_ok;
-    uint64 requests, errors;
-    SpinLockAcquire(&c.mutex);
-    strlcpy(state, c.state, sizeof state);
-    strlcpy(endpoint, c.endpoint, sizeof endpoint);
-    strlcpy(err, c.last_error, sizeof err);
-    strlcpy(lease, c.lease_id, sizeof lease);
-    ttl = c.lease_ttl_s;
-    claimed_at = c.claimed_at_ms;
-    last_ok = c.last_ok_ms;
-    requests = c.requests;
-    errors = c.errors;
-    SpinLockRelease(&c.mutex);
-    const int held = c.held.load();
-    const int64 now_wall = wall_clock().now_ms();
-    auto ts = [](int64 ms) { return TimestampTzGetDatum(timestamptz_of_unix_ms(ms)); };
-    values[1] = CStringGetTextDatum(state);
-    nulls[1] = false;
-    if (held >= 0) {
-        values[2] = Int32GetDatum(held);
-        values[3] = ts(claimed_at);
-        values[6] = ts(now_wall + (c.fence_ms.load() - mono_ms()));
-        values[7] = ts(c.floor_ms.load());
-        values[8] = ts(c.window_end_ms.load());
-        nulls[2] = nulls[3] = nulls[6] = nulls[7] = nulls[8] = false;
-    }
-    if (lease[0]) {
-        values[4] = CStringGetTextDatum(lease);
-        values[5] = Int32GetDatum(int32(ttl));
-        nulls[4] = nulls[5] = false;
-    }
-    if (endpoint[0]) {
-        values[9] = CStringGetTextDatum(endpoint);
-        nulls[9] = false;
-    }
-    if (err[0]) {
-        values[10] = CStringGetTextDatum(err);
-        nulls[10] = false;
-    }
-    if (last_ok > 0) {
-        values[11] = ts(last_ok);
-        nulls[11] = false;
-    }
-    values[12] = Int64GetDatum(int64(requests));
-    values[13] = Int64GetDatum(int64(errors));
-    nulls[12] = nulls[13] = false;
-    return return_record(fcinfo, values, nulls);
-}

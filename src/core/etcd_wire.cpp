@@ -1,8 +1,6 @@
-#include "core/etcd.hpp"
+#include "core/etcd_wire.hpp"
 
-#include "core/coord.hpp"
-
-#include <curl/curl.h>
+#include "core/text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -12,12 +10,13 @@ using nlohmann::json;
 
 namespace {
 
-constexpr size_t max_answer = 1 << 20;  // a larger answer is not etcd's
-
-std::string printable(const std::string& s, size_t max = 60) { return coord::printable(s, max); }
+std::string printable(const std::string& s, size_t max = 60) { return shardid::printable(s, max); }
 
 // The body as a JSON object, or false with a reason; an etcd error object
 // ({"error": ..., "code": ..., "message": ...}) is a failure with its message.
+// A request body; text that is not UTF-8 is replaced rather than thrown on.
+std::string text(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
 bool parse_object(const std::string& body, json* out, std::string* why)
 {
     try {
@@ -98,14 +97,6 @@ bool decode_kvs(const json& j, std::vector<KeyValue>* out)
     return true;
 }
 
-size_t collect(char* data, size_t size, size_t n, void* user)
-{
-    auto* s = static_cast<std::string*>(user);
-    if (s->size() + size * n > max_answer)
-        return 0;  // curl fails the transfer
-    s->append(data, size * n);
-    return size * n;
-}
 
 }  // namespace
 
@@ -233,165 +224,30 @@ std::string encode_txn(const std::vector<Compare>& compare, const std::vector<Op
         }
         c.push_back(e);
     }
-    return json{{"compare", c}, {"success", ops(success)}, {"failure", ops(failure)}}.dump();
+    return text(json{{"compare", c}, {"success", ops(success)}, {"failure", ops(failure)}});
 }
 
-Client::Client(Config config) : config_(std::move(config))
+bool decode_ack(const std::string& body, std::string* why)
 {
-    static bool initialized = false;
-    if (!initialized) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        initialized = true;
-    }
-    curl_ = curl_easy_init();
-}
-
-Client::~Client()
-{
-    if (curl_ != nullptr)
-        curl_easy_cleanup(static_cast<CURL*>(curl_));
-}
-
-bool Client::post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why)
-{
-    CURL* c = static_cast<CURL*>(curl_);
-    if (c == nullptr) {
-        *why = "libcurl could not be initialised";
-        return false;
-    }
-    curl_easy_reset(c);
-    const std::string url = endpoint() + path;
-    answer->clear();
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    std::string auth;
-    if (!token_.empty() && std::string(path) != "/v3/auth/authenticate") {
-        auth = "Authorization: " + token_;
-        headers = curl_slist_append(headers, auth.c_str());
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(config_.timeout_ms));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(config_.timeout_ms));
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (!config_.cacert.empty())
-        curl_easy_setopt(c, CURLOPT_CAINFO, config_.cacert.c_str());
-    if (!config_.cert.empty())
-        curl_easy_setopt(c, CURLOPT_SSLCERT, config_.cert.c_str());
-    if (!config_.key.empty())
-        curl_easy_setopt(c, CURLOPT_SSLKEY, config_.key.c_str());
-    requests_++;
-    const CURLcode rc = curl_easy_perform(c);
-    curl_slist_free_all(headers);
-    if (rc != CURLE_OK) {
-        *why = url + ": " + curl_easy_strerror(rc);
-        return false;
-    }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    return true;
-}
-
-bool Client::authenticate(std::string* why)
-{
-    token_.clear();
-    const std::string body = json{{"name", config_.user}, {"password", config_.password}}.dump();
-    std::string answer;
-    long status = 0;
-    if (!post_once("/v3/auth/authenticate", body, &answer, &status, why))
-        return false;
-    if (!decode_token(answer, &token_, why)) {
-        *why = "authentication as \"" + printable(config_.user) + "\" failed: " + *why;
-        return false;
-    }
-    return true;
-}
-
-bool Client::post(const char* path, const std::string& body, std::string* answer, std::string* why)
-{
-    try {
-        std::string transport;
-        for (size_t tried = 0; tried < config_.endpoints.size(); tried++) {
-            if (tried > 0)
-                current_ = (current_ + 1) % config_.endpoints.size();
-            if (!config_.user.empty() && token_.empty() && !authenticate(why)) {
-                if (why->find("authentication as") == 0)
-                    return false;  // etcd answered: wrong credentials, not a dead endpoint
-                transport = *why;
-                continue;
-            }
-            long status = 0;
-            if (!post_once(path, body, answer, &status, why)) {
-                transport = *why;
-                continue;
-            }
-            if (status != 200 && !config_.user.empty() && answer->find("token") != std::string::npos) {
-                if (!authenticate(why) || !post_once(path, body, answer, &status, why))
-                    return false;
-            }
-            if (status != 200) {
-                json j;
-                if (parse_object(*answer, &j, why))
-                    *why = "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" +
-                           printable(*answer) + "\"";
-                else if (why->find("etcd refused") != 0)
-                    *why = "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" +
-                           printable(*answer) + "\"";
-                return false;
-            }
-            return true;
-        }
-        *why = transport;
-        return false;
-    } catch (const std::exception& e) {
-        *why = std::string("the etcd client failed: ") + e.what();
-        return false;
-    }
-}
-
-bool Client::grant(int64_t ttl_s, Grant* out, std::string* why)
-{
-    std::string answer;
-    return post("/v3/lease/grant", json{{"TTL", ttl_s}}.dump(), &answer, why) && decode_grant(answer, out, why);
-}
-
-bool Client::keepalive(const std::string& lease, int64_t* ttl_s, bool* alive, std::string* why)
-{
-    std::string answer;
-    return post("/v3/lease/keepalive", json{{"ID", lease}}.dump(), &answer, why) &&
-           decode_keepalive(answer, ttl_s, alive, why);
-}
-
-bool Client::revoke(const std::string& lease, std::string* why)
-{
-    std::string answer;
     json j;
-    return post("/v3/lease/revoke", json{{"ID", lease}}.dump(), &answer, why) && parse_object(answer, &j, why);
+    return parse_object(body, &j, why);
 }
 
-bool Client::txn(const std::string& body, Txn* out, std::string* why)
+std::string encode_grant(int64_t ttl_s) { return text(json{{"TTL", ttl_s}}); }
+
+std::string encode_lease(const std::string& lease) { return text(json{{"ID", lease}}); }
+
+std::string encode_range(const std::string& key, const std::string& range_end)
 {
-    std::string answer;
-    return post("/v3/kv/txn", body, &answer, why) && decode_txn(answer, out, why);
+    json req = {{"key", base64_encode(key)}};
+    if (!range_end.empty())
+        req["range_end"] = base64_encode(range_end);
+    return text(req);
 }
 
-bool Client::range(const std::string& key, const std::string& range_end, std::vector<KeyValue>* out, std::string* why)
+std::string encode_authenticate(const std::string& user, const std::string& password)
 {
-    try {
-        json req = {{"key", base64_encode(key)}};
-        if (!range_end.empty())
-            req["range_end"] = base64_encode(range_end);
-        std::string answer;
-        return post("/v3/kv/range", req.dump(), &answer, why) && decode_range(answer, out, why);
-    } catch (const std::exception& e) {
-        *why = std::string("the etcd client failed: ") + e.what();
-        return false;
-    }
+    return text(json{{"name", user}, {"password", password}});
 }
 
 std::string base64_encode(const std::string& in)

@@ -1,0 +1,190 @@
+#include "etcd/client.hpp"
+
+#include <curl/curl.h>
+
+#include "core/text.hpp"
+
+namespace shardid::etcd {
+
+namespace {
+
+constexpr size_t max_answer = 1 << 20;  // a larger answer is not etcd's
+
+size_t collect(char* data, size_t size, size_t n, void* user)
+{
+    auto* s = static_cast<std::string*>(user);
+    if (s->size() + size * n > max_answer)
+        return 0;  // curl fails the transfer
+    s->append(data, size * n);
+    return size * n;
+}
+
+std::string printable(const std::string& s) { return shardid::printable(s, 60); }
+
+}  // namespace
+
+Client::Client(Config config) : config_(std::move(config))
+{
+    static bool initialized = false;
+    if (!initialized) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        initialized = true;
+    }
+    curl_ = curl_easy_init();
+}
+
+Client::~Client()
+{
+    if (curl_ != nullptr)
+        curl_easy_cleanup(static_cast<CURL*>(curl_));
+}
+
+bool Client::post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why)
+{
+    CURL* c = static_cast<CURL*>(curl_);
+    if (c == nullptr) {
+        *why = "libcurl could not be initialised";
+        return false;
+    }
+    curl_easy_reset(c);
+    const std::string url = endpoint() + path;
+    answer->clear();
+    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+    std::string auth;
+    if (!token_.empty() && std::string(path) != "/v3/auth/authenticate") {
+        auth = "Authorization: " + token_;
+        headers = curl_slist_append(headers, auth.c_str());
+    }
+    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(config_.timeout_ms));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(config_.timeout_ms));
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    if (!config_.cacert.empty())
+        curl_easy_setopt(c, CURLOPT_CAINFO, config_.cacert.c_str());
+    if (!config_.cert.empty())
+        curl_easy_setopt(c, CURLOPT_SSLCERT, config_.cert.c_str());
+    if (!config_.key.empty())
+        curl_easy_setopt(c, CURLOPT_SSLKEY, config_.key.c_str());
+    requests_++;
+    const CURLcode rc = curl_easy_perform(c);
+    curl_slist_free_all(headers);
+    if (rc != CURLE_OK) {
+        *why = url + ": " + curl_easy_strerror(rc);
+        return false;
+    }
+    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    return true;
+}
+
+bool Client::authenticate(std::string* why)
+{
+    token_.clear();
+    const std::string body = encode_authenticate(config_.user, config_.password);
+    std::string answer;
+    long status = 0;
+    if (!post_once("/v3/auth/authenticate", body, &answer, &status, why))
+        return false;
+    if (!decode_token(answer, &token_, why)) {
+        *why = "authentication as \"" + printable(config_.user) + "\" failed: " + *why;
+        return false;
+    }
+    return true;
+}
+
+bool Client::post(const char* path, const std::string& body, std::string* answer, std::string* why)
+{
+    std::string transport;
+    for (size_t tried = 0; tried < config_.endpoints.size(); tried++) {
+        if (tried > 0)
+            current_ = (current_ + 1) % config_.endpoints.size();
+        if (!config_.user.empty() && token_.empty() && !authenticate(why)) {
+            if (why->find("authentication as") == 0)
+                return false;  // etcd answered: wrong credentials, not a dead endpoint
+            transport = *why;
+            continue;
+        }
+        long status = 0;
+        if (!post_once(path, body, answer, &status, why)) {
+            transport = *why;
+            continue;
+        }
+        if (status != 200 && !config_.user.empty() && answer->find("token") != std::string::npos) {
+            if (!authenticate(why) || !post_once(path, body, answer, &status, why))
+                return false;
+        }
+        if (status != 200) {
+            // etcd's own refusal keeps its message; anything else is quoted.
+            if (decode_ack(*answer, why) || why->find("etcd refused") != 0)
+                *why = "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" +
+                       printable(*answer) + "\"";
+            return false;
+        }
+        return true;
+    }
+    *why = transport;
+    return false;
+}
+
+// Every public call: the body encoded, posted and its answer decoded,
+// with any exception (only std::bad_alloc can come) turned into a reason.
+template <typename F>
+bool Client::call(std::string* why, F&& f)
+{
+    try {
+        return f();
+    } catch (const std::exception& e) {
+        *why = std::string("the etcd client failed: ") + e.what();
+        return false;
+    }
+}
+
+bool Client::grant(int64_t ttl_s, Grant* out, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/lease/grant", encode_grant(ttl_s), &answer, why) && decode_grant(answer, out, why);
+    });
+}
+
+bool Client::keepalive(const std::string& lease, int64_t* ttl_s, bool* alive, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/lease/keepalive", encode_lease(lease), &answer, why) &&
+               decode_keepalive(answer, ttl_s, alive, why);
+    });
+}
+
+bool Client::revoke(const std::string& lease, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/lease/revoke", encode_lease(lease), &answer, why) && decode_ack(answer, why);
+    });
+}
+
+bool Client::txn(const std::string& body, Txn* out, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/kv/txn", body, &answer, why) && decode_txn(answer, out, why);
+    });
+}
+
+bool Client::range(const std::string& key, const std::string& range_end, std::vector<KeyValue>* out, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/kv/range", encode_range(key, range_end), &answer, why) && decode_range(answer, out, why);
+    });
+}
+
+}  // namespace shardid::etcd

@@ -1,0 +1,59 @@
+// The etcd client: posts the bodies of src/core/etcd_wire.hpp to etcd's v3
+// JSON gateway over libcurl, trying the endpoints in turn, authenticating
+// when a user is configured. Blocking, with a timeout per request; no
+// PostgreSQL header; never throws (every failure is a false return with a
+// reason), so the coordinator worker (src/pg/coord_worker.cpp) can call it
+// without C++ exceptions reaching PostgreSQL. The only code of shardid that
+// touches the network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/etcd_wire.hpp"
+
+namespace shardid::etcd {
+
+struct Config {
+    std::vector<std::string> endpoints;
+    std::string user, password;     // empty user: no authentication
+    std::string cacert, cert, key;  // TLS files, empty for none
+    int64_t timeout_ms = 2000;
+};
+
+class Client {
+public:
+    explicit Client(Config config);
+    ~Client();
+    Client(const Client&) = delete;
+    Client& operator=(const Client&) = delete;
+
+    bool grant(int64_t ttl_s, Grant* out, std::string* why);
+    bool keepalive(const std::string& lease, int64_t* ttl_s, bool* alive, std::string* why);
+    bool revoke(const std::string& lease, std::string* why);
+    bool txn(const std::string& body, Txn* out, std::string* why);
+    bool range(const std::string& key, const std::string& range_end, std::vector<KeyValue>* out, std::string* why);
+
+    // The endpoint the last request went to.
+    const std::string& endpoint() const { return config_.endpoints[current_]; }
+    uint64_t requests() const { return requests_; }
+
+private:
+    // POSTs `body` to `path`, trying the endpoints in turn on transport
+    // failures; authenticates first when a user is configured, and again
+    // once when etcd rejects the token.
+    bool post(const char* path, const std::string& body, std::string* answer, std::string* why);
+    bool post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why);
+    bool authenticate(std::string* why);
+    template <typename F>
+    bool call(std::string* why, F&& f);
+
+    Config config_;
+    size_t current_ = 0;
+    void* curl_ = nullptr;
+    std::string token_;
+    uint64_t requests_ = 0;
+};
+
+}  // namespace shardid::etcd

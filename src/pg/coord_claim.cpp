@@ -1,0 +1,172 @@
+// The node id claimed from etcd, as generators see it: the etcd node-id
+// source. Generators read the claim the worker published (atomics), wait on
+// a condition variable, interruptibly and for at most shardid.etcd_wait,
+// while there is none, and ask the worker for counter values.
+#include "pg/coord_claim.hpp"
+
+extern "C" {
+#include "pgstat.h"
+#include "utils/timestamp.h"
+#include "utils/wait_event.h"
+}
+
+#include "core/schemes.hpp"
+#include "pg/node_source.hpp"
+#include "pg/settings.hpp"
+#include "pg/shared.hpp"
+
+namespace shardid::pg {
+
+CoordShared& coord_shared() { return shared->coord; }
+
+void coord_init(CoordShared& c)
+{
+    c.held.store(-1);
+    c.generation.store(1);
+    c.need_ms.store(-1);
+    for (auto& r : c.counter_ready)
+        r.store(-1);
+    ConditionVariableInit(&c.changed);
+    SpinLockInit(&c.mutex);
+    strlcpy(c.state, "starting", sizeof c.state);
+}
+
+namespace {
+
+void wake_worker()
+{
+    if (Latch* latch = coord_shared().worker_latch.load(std::memory_order_acquire))
+        SetLatch(latch);
+}
+
+uint32 etcd_wait_event()
+{
+#if PG_VERSION_NUM >= 170000
+    static uint32 event = 0;
+    if (event == 0)
+        event = WaitEventExtensionNew("ShardidEtcd");
+    return event;
+#else
+    return PG_WAIT_EXTENSION;
+#endif
+}
+
+// The worker's last error, for a message (copied under the mutex).
+void last_error(char* out, size_t size)
+{
+    CoordShared& c = coord_shared();
+    SpinLockAcquire(&c.mutex);
+    strlcpy(out, c.last_error[0] ? c.last_error : "none", size);
+    SpinLockRelease(&c.mutex);
+}
+
+// Ends a wait for the worker with `message` once shardid.etcd_wait has
+// passed since `since`; otherwise wakes the worker and sleeps a little.
+void wait_for_worker(TimestampTz since, const char* message, const char* detail, const char* hint)
+{
+    if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
+        ConditionVariableCancelSleep();
+        char err[512];
+        last_error(err, sizeof err);
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", message),
+                        errdetail("%s%sWaited %d ms (shardid.etcd_wait); the coordinator's last error: %s.", detail,
+                                  detail[0] ? " " : "", etcd_wait_ms, err),
+                        errhint("%s", hint)));
+    }
+    wake_worker();
+    ConditionVariableTimedSleep(&coord_shared().changed, 50, etcd_wait_event());
+}
+
+constexpr const char* see_coordination = "See SELECT * FROM shardid_coordination(); for the claim and the last error.";
+
+class EtcdSource final : public NodeIdSource {
+public:
+    const char* name() const override { return "etcd"; }
+
+    bool shard(const Layout& fit, uint64_t* shard, SourceTicket* ticket, Status* status) const override
+    {
+        CoordShared& c = coord_shared();
+        ticket->generation = c.generation.load(std::memory_order_acquire);
+        const int held = c.held.load(std::memory_order_acquire);
+        // The fence is checked once, in confirm(), after the ID is made and
+        // before it is returned; here only whether there is a claim at all.
+        if (held < 0) {
+            *status = Status::fail(Error::not_claimed, "this node holds no node id from etcd")
+                          .with_detail("Generating %s values needs a node id claimed from etcd "
+                                       "(shardid.node_id_source = etcd).",
+                                       fit.name)
+                          .with_hint("%s", see_coordination);
+            return false;
+        }
+        if (!check_shard(fit, held, "the node id claimed from etcd", status)) {
+            status->with_hint("Set shardid.etcd_node_id_max to at most %llu, or shardid.node_id to such an id, "
+                              "and restart the server.",
+                              (unsigned long long)fit.shard_max());
+            return false;
+        }
+        *shard = uint64_t(held);
+        return true;
+    }
+
+    bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
+    {
+        if (ticket.generation == 0)
+            return true;  // an ID whose shard did not come from the claim
+        CoordShared& c = coord_shared();
+        if (c.generation.load(std::memory_order_acquire) != ticket.generation || c.held.load() < 0 ||
+            fence_clock_ms() >= c.fence_ms.load(std::memory_order_acquire)) {
+            *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
+                          .with_detail("The lease could not be renewed in time, or the claim changed; no ID was "
+                                       "handed out under it.")
+                          .with_hint("%s", see_coordination);
+            return false;
+        }
+        if (tick_ms >= c.window_end_ms.load(std::memory_order_acquire)) {
+            raise_to(c.need_ms, int64_t(tick_ms));
+            wake_worker();
+            *status =
+                Status::fail(Error::not_claimed, "the window recorded in etcd for this node id ends before the ID")
+                    .with_detail("IDs are issued only below the mark recorded in etcd, which could not be moved "
+                                 "in time.")
+                    .with_hint("%s", see_coordination);
+            return false;
+        }
+        return true;
+    }
+
+    void wait(TimestampTz since, const Status& why) const override
+    {
+        wait_for_worker(since, why.message, why.detail, why.hint);
+    }
+
+    void waited() const override { ConditionVariableCancelSleep(); }
+
+    // Cluster-wide counters in etcd: no node took these values before, and
+    // the worker takes them above this node's floor.
+    int64 take_counter(NodeCounter which) const override
+    {
+        attach_if_needed();
+        CoordShared& c = coord_shared();
+        const int k = coord_counter_index(which);
+        const TimestampTz since = GetCurrentTimestamp();
+        const char* message = psprintf("no %s could be taken from etcd", node_counter_name(which));
+        for (;;) {
+            const int64 value = c.counter_ready[k].exchange(-1);
+            if (value >= 0) {
+                ConditionVariableCancelSleep();
+                return value;
+            }
+            c.counter_want[k].store(1);
+            wait_for_worker(since, message, "", "See SELECT * FROM shardid_coordination(); and check that etcd is "
+                                                "reachable.");
+        }
+    }
+};
+
+const EtcdSource source;
+
+}  // namespace
+
+const NodeIdSource& etcd_source() { return source; }
+
+}  // namespace shardid::pg

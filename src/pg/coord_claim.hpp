@@ -1,0 +1,19 @@
+// The generators' side of the etcd claim (src/pg/coord_claim.cpp): the
+// etcd implementation of the node-id source (src/pg/node_source.hpp), which
+// reads what the coordinator worker publishes in shared memory and never
+// talks to etcd itself. The rules: src/core/coord.hpp.
+#pragma once
+
+#include "pg/shmem.hpp"
+
+#include "pg/coord_shared.hpp"  // after the core headers shmem.hpp brings (pg.hpp)
+
+namespace shardid::pg {
+
+// The claim's part of the attached shared struct.
+CoordShared& coord_shared();
+
+// The index of a node counter among those etcd hands out.
+constexpr int coord_counter_index(NodeCounter which) { return which == NodeCounter::generator ? 0 : 1; }
+
+}  // namespace shardid::pg

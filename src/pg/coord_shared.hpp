@@ -1,0 +1,65 @@
+// The etcd claim's part of the node's shared struct (src/pg/shared.hpp):
+// what the coordinator worker (src/pg/coord_worker.cpp) publishes and the
+// generators' side (src/pg/coord_claim.cpp) and shardid_coordination()
+// (src/pg/coord_status.cpp) read.
+//
+// Locking: the claim itself is atomics (the id held, its generation, the
+// fence deadline, the window's end), written by the worker only, read by
+// generators without a lock; `mutex` (a spinlock, held for a few copies
+// only) guards the text and counts below it. Generators wait for a new
+// claim or a counter value on `changed`, interruptibly.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#include "pg/pg.hpp"
+
+extern "C" {
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+}
+
+namespace shardid::pg {
+
+// Node counters etcd hands out (NodeCounter, src/pg/shmem.hpp), by index.
+constexpr int coord_counters = 2;
+
+struct CoordShared {
+    std::atomic<int> held;               // the node id held, -1: none
+    std::atomic<uint64_t> generation;    // changes whenever the claim does (never 0)
+    std::atomic<int64_t> fence_ms;       // fence-clock ms (fence_clock_ms()): IDs only before it
+    std::atomic<int64_t> window_end_ms;  // wall ms: IDs only in ticks starting before it
+    std::atomic<int64_t> floor_ms;       // the mark found at the claim: IDs above it
+    std::atomic<int64_t> need_ms;        // the latest tick a generator found outside the window
+    std::atomic<int64_t> counter_ready[coord_counters];  // a value taken from etcd for a backend, -1: none
+    std::atomic<int> counter_want[coord_counters];
+    std::atomic<Latch*> worker_latch;
+    ConditionVariable changed;  // broadcast on a new claim and a counter value
+    slock_t mutex;              // guards the fields below
+    char state[32];
+    char endpoint[256];
+    char last_error[512];
+    char lease_id[24];
+    int64_t lease_ttl_s;
+    int64_t claimed_at_ms;  // wall ms
+    int64_t last_ok_ms;     // wall ms of the last answer from etcd
+    uint64_t requests;
+    uint64_t errors;
+};
+
+// Zeroed memory made ready (when the shared struct is made).
+void coord_init(CoordShared& c);
+
+// The clock of the fence: monotonic milliseconds, read the same way by the
+// worker and by generators.
+inline int64_t fence_clock_ms()
+{
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace shardid::pg

@@ -1,0 +1,55 @@
+// The node id from shardid.node_id, and the choice of source.
+#include "pg/node_source.hpp"
+
+#include "core/schemes.hpp"
+#include "pg/guard.hpp"
+#include "pg/settings.hpp"
+
+namespace shardid::pg {
+
+namespace {
+
+class SettingSource final : public NodeIdSource {
+public:
+    const char* name() const override { return "setting"; }
+
+    bool shard(const Layout& fit, uint64_t* shard, SourceTicket* ticket, Status* status) const override
+    {
+        *ticket = SourceTicket{};
+        if (node_id == node_id_unset) {
+            *status = Status::fail(Error::not_configured, "shardid.node_id is not set")
+                          .with_detail("Generating %s values needs this node's id, which must differ between nodes.",
+                                       fit.name)
+                          .with_hint("As a superuser, set it in postgresql.conf or run ALTER SYSTEM SET "
+                                     "shardid.node_id = <0..%llu>; then SELECT pg_reload_conf();",
+                                     (unsigned long long)fit.shard_max());
+            return false;
+        }
+        if (!check_shard(fit, node_id, "shardid.node_id", status)) {
+            status->with_hint("Set shardid.node_id to a value between 0 and %llu in postgresql.conf and reload.",
+                              (unsigned long long)fit.shard_max());
+            return false;
+        }
+        *shard = uint64_t(node_id);
+        return true;
+    }
+
+    // A setting never changes under an ID: nothing to confirm, nothing to
+    // wait for (shard() never answers Error::not_claimed).
+    bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
+    void wait(TimestampTz, const Status& why) const override { raise(why); }
+    void waited() const override {}
+    int64 take_counter(NodeCounter) const override { return from_node_sequence; }
+};
+
+const SettingSource setting_source;
+
+}  // namespace
+
+const NodeIdSource& node_id_source()
+{
+    return node_id_source_setting == int(NodeIdSourceSetting::etcd) ? etcd_source()
+                                                                     : static_cast<const NodeIdSource&>(setting_source);
+}
+
+}  // namespace shardid::pg

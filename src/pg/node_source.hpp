@@ -1,0 +1,66 @@
+// Where this node's id comes from, as generation sees it: one interface,
+// implemented once from shardid.node_id (src/pg/node_source.cpp) and once
+// from a claim held in etcd (src/pg/coord_claim.cpp). Generation
+// (src/pg/generate.cpp) asks the source for the id once per ID, confirms
+// the ticket once the ID is covered and before it is returned, and waits
+// through the source when it has no id right now; it has no branch per
+// source. The node counters a source hands out cluster-wide (DecimalId
+// generator ids, call-number run ids) come through it too. A third source
+// (say, logical-shard claims) is a third implementation.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/layout.hpp"
+#include "core/status.hpp"
+#include "pg/pg.hpp"
+#include "pg/shmem.hpp"
+
+namespace shardid::pg {
+
+// What a generation holds of its source between asking for the id and
+// returning the ID (generation 0: nothing to confirm).
+struct SourceTicket {
+    uint64_t generation = 0;
+};
+
+class NodeIdSource {
+public:
+    // "setting" or "etcd": shardid.node_id_source's value.
+    virtual const char* name() const = 0;
+    // This node's id as the shard/node field of `fit`, and a ticket; or a
+    // failure: 55000 when unset, 22003 when it does not fit,
+    // Error::not_claimed when the source has no id right now (the caller
+    // waits with wait() and asks again). Runs inside guarded(): never
+    // ereports.
+    virtual bool shard(const Layout& fit, uint64_t* shard, SourceTicket* ticket, Status* status) const = 0;
+    // After an ID of the tick starting at tick_ms is covered and before it
+    // is returned: the ticket still holds (the claim is unchanged, its fence
+    // not passed, the tick inside its window). Otherwise Error::not_claimed:
+    // the ID must not be returned; the caller waits and generates again.
+    // Never ereports.
+    virtual bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const = 0;
+    // Waits a little, interruptibly, for the source to have an id again;
+    // raises `why` (55000) once the source's bound has passed since `since`.
+    // Outside guarded(): it can ereport.
+    virtual void wait(TimestampTz since, const Status& why) const = 0;
+    // Ends the waits of a generation that got its ID after all.
+    virtual void waited() const = 0;
+    // A value of `which` that no node took before, when this source hands
+    // them out cluster-wide (may wait, and ereport); from_node_sequence when
+    // the node takes them from its own sequences.
+    static constexpr int64 from_node_sequence = -1;
+    virtual int64 take_counter(NodeCounter which) const = 0;
+
+protected:
+    ~NodeIdSource() = default;
+};
+
+// The source shardid.node_id_source names.
+const NodeIdSource& node_id_source();
+
+// The etcd claim's implementation (src/pg/coord_claim.cpp).
+const NodeIdSource& etcd_source();
+
+}  // namespace shardid::pg

@@ -1,0 +1,236 @@
+// Every setting of shardid, in one table: name, descriptions, default,
+// range, context and privilege. define_settings() defines them all from it,
+// in its order (shardid.node_id_source comes before shardid.node_id, whose
+// check reads it). A "%d" in a short description stands for the setting's
+// maximum, so a range the core defines is written once.
+#include <climits>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/coord.hpp"
+#include "core/decimal.hpp"
+#include "core/eightbyte.hpp"
+#include "core/uuidv7.hpp"
+#include "pg/pg.hpp"
+#include "pg/settings.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "utils/guc.h"
+}
+
+namespace shardid::pg {
+
+int node_id = node_id_unset;
+int max_clock_lead_ms = 10000;
+int clock_offset_ms = 0;
+int launch_id = -1;
+int cluster_id = 0;
+char* call_number_key = nullptr;
+bool wal_log_mark = true;
+int uuidv7_shard_bits = 0;
+int node_id_source_setting = int(NodeIdSourceSetting::setting);
+char* etcd_endpoints = nullptr;
+char* etcd_prefix = nullptr;
+int etcd_lease_ttl_s = 10;
+char* etcd_user = nullptr;
+char* etcd_password_file = nullptr;
+char* etcd_cacert = nullptr;
+char* etcd_cert = nullptr;
+char* etcd_key = nullptr;
+int etcd_node_id_min = 0;
+int etcd_node_id_max = 1023;
+int etcd_wait_ms = 10000;
+
+namespace {
+
+const config_enum_entry source_options[] = {
+    {"setting", int(NodeIdSourceSetting::setting), false},
+    {"etcd", int(NodeIdSourceSetting::etcd), false},
+    {nullptr, 0, false},
+};
+
+// shardid.node_id: in etcd mode the node id is the node's, claimed at
+// server start: a session, role or database value would make IDs under an
+// id nobody claimed.
+bool check_node_id(int*, void**, GucSource source)
+{
+    if (coord_enabled() && source >= PGC_S_GLOBAL && source != PGC_S_OVERRIDE) {
+        GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
+        GUC_check_errmsg(
+            "shardid.node_id cannot be set per session, role or database when shardid.node_id_source is etcd");
+        GUC_check_errdetail("The node id is claimed from etcd for the whole node at server start.");
+        GUC_check_errhint("Set it in postgresql.conf (-1 claims the lowest free id) and restart the server.");
+        return false;
+    }
+    return true;
+}
+
+bool check_endpoints(char** newval, void**, GucSource)
+{
+    if (*newval == nullptr || **newval == '\0')
+        return true;  // the worker reports a missing list
+    try {
+        std::vector<std::string> list;
+        std::string why;
+        if (coord::parse_endpoints(*newval, &list, &why))
+            return true;
+        GUC_check_errdetail("%s.", why.c_str());
+    } catch (...) {
+        GUC_check_errdetail("The list could not be read.");
+    }
+    GUC_check_errhint(
+        "List etcd's client URLs separated by commas, such as http://10.0.0.1:2379,http://10.0.0.2:2379.");
+    return false;
+}
+
+bool check_prefix(char** newval, void**, GucSource)
+{
+    try {
+        std::string why;
+        if (*newval != nullptr && coord::valid_prefix(*newval, &why))
+            return true;
+        GUC_check_errdetail("The prefix is not usable: %s.", why.c_str());
+    } catch (...) {
+        GUC_check_errdetail("The prefix could not be read.");
+    }
+    return false;
+}
+
+enum class Kind { integer, boolean, enumeration, string };
+
+struct Setting {
+    const char* name;
+    Kind kind;
+    void* variable;
+    const char* short_desc;
+    const char* long_desc;
+    int boot;  // integer, boolean, enumeration
+    int min, max;
+    const char* boot_string;
+    const config_enum_entry* options;
+    GucContext context;
+    int flags;
+    GucIntCheckHook int_check;
+    GucStringCheckHook string_check;
+    // Takes effect at server start: defined only when preloading.
+    bool at_start;
+};
+
+constexpr int coord_flags = GUC_SUPERUSER_ONLY;  // none of the coordination settings is for ordinary roles
+
+const Setting settings[] = {
+    {"shardid.node_id_source", Kind::enumeration, &node_id_source_setting,
+     "Where this node's id comes from: setting or etcd.",
+     "setting: shardid.node_id as configured. etcd: claimed from etcd at server start, with fencing and marks, so "
+     "that no two nodes use one id.",
+     int(NodeIdSourceSetting::setting), 0, 0, nullptr, source_options, PGC_POSTMASTER, coord_flags, nullptr, nullptr,
+     true},
+    {"shardid.node_id", Kind::integer, &node_id,
+     "This node's id in shardid IDs (TraceId node, default Snowflake/Instagram shard).",
+     "-1 means unset: generators that need it then fail (with shardid.node_id_source = etcd: claim the lowest free "
+     "id). Each node must have its own value, which must fit the field of the scheme that uses it.",
+     node_id_unset, node_id_unset, INT_MAX, nullptr, nullptr, PGC_SUSET, 0, check_node_id, nullptr, false},
+    {"shardid.max_clock_lead", Kind::integer, &max_clock_lead_ms,
+     "How far the logical clock may run ahead of the wall clock after it stepped back.",
+     "When a tick's sequence is used up while the wall clock is behind the last issued ID, the logical clock moves "
+     "one tick ahead; past this lead, generation fails instead.",
+     10000, 0, INT_MAX, nullptr, nullptr, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, false},
+    {"shardid.clock_offset_ms", Kind::integer, &clock_offset_ms,
+     "Testing aid: milliseconds added to the wall clock this backend reads.",
+     "Negative values simulate a clock that stepped back. Leave at 0 in production.", 0, INT_MIN, INT_MAX, nullptr,
+     nullptr, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, false},
+    {"shardid.launch_id", Kind::integer, &launch_id, "DecimalId launch id of this deployment (1..%d; 0 for tests).",
+     "-1 means unset: next_decimal_id() then fails.", -1, -1, int(decimal_launch_max), nullptr, nullptr, PGC_SUSET, 0,
+     nullptr, nullptr, false},
+    {"shardid.cluster_id", Kind::integer, &cluster_id, "Cluster id in eight-byte ids (0..%d).", nullptr, 0, 0,
+     int(eight_cluster_max), nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
+    {"shardid.uuidv7_shard_bits", Kind::integer, &uuidv7_shard_bits,
+     "Width of the shard field at the top of a UUIDv7's rand_b (0..%d).",
+     "0: no shard field, rand_b is all random. Otherwise next_uuidv7() puts the node id there, next_uuidv7(shard) "
+     "the shard; decode with uuidv7_decode(id, shard_bits).",
+     0, 0, int(uuidv7_max_shard_bits), nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
+    {"shardid.call_number_key", Kind::string, &call_number_key,
+     "Name of the key-ring key from which the call-number bit shuffle is derived.",
+     "Changing it changes every call number's text.", 0, 0, 0, "default", nullptr, PGC_SUSET, 0, nullptr, nullptr,
+     false},
+    {"shardid.wal_log_mark", Kind::boolean, &wal_log_mark,
+     "WAL-logs the node's high-water mark and counter floors, so standbys replay them.",
+     "Needs shared_preload_libraries = 'shardid' on the primary and on every standby. Off, a promoted standby does "
+     "not know the old primary's mark.",
+     true, 0, 0, nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
+    {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms, "How long a generator waits for a claim or a counter from etcd.",
+     "After it, generation fails with SQLSTATE 55000.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,
+     GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+    {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
+     "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags,
+     nullptr, check_endpoints, true},
+    {"shardid.etcd_prefix", Kind::string, &etcd_prefix, "The etcd key prefix under which shardid keeps its keys.",
+     "Nodes that share a prefix share node ids and counters.", 0, 0, 0, "/shardid", nullptr, PGC_POSTMASTER,
+     coord_flags, nullptr, check_prefix, true},
+    {"shardid.etcd_lease_ttl", Kind::integer, &etcd_lease_ttl_s, "TTL of this node's etcd lease.",
+     "The node stops issuing IDs a margin before the lease can expire when it cannot renew it; another node can take "
+     "its id after it expired.",
+     10, 2, 300, nullptr, nullptr, PGC_POSTMASTER, GUC_UNIT_S | coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_user", Kind::string, &etcd_user, "etcd user name (empty: no authentication).", nullptr, 0, 0, 0, "",
+     nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.",
+     nullptr, 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_cacert", Kind::string, &etcd_cacert, "CA certificate file for https etcd endpoints.", nullptr, 0,
+     0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_cert", Kind::string, &etcd_cert, "Client certificate file for etcd.", nullptr, 0, 0, 0, "",
+     nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_key", Kind::string, &etcd_key, "Client key file for etcd.", nullptr, 0, 0, 0, "", nullptr,
+     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_node_id_min", Kind::integer, &etcd_node_id_min,
+     "Lowest node id claimed when shardid.node_id is -1.", nullptr, 0, 0, INT_MAX, nullptr, nullptr, PGC_POSTMASTER,
+     coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_node_id_max", Kind::integer, &etcd_node_id_max,
+     "Highest node id claimed when shardid.node_id is -1.",
+     "Keep it within the node field of every scheme in use (1023 fits them all).", 1023, 0, INT_MAX, nullptr, nullptr,
+     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+};
+
+// The short description, with "%d" replaced by the maximum (kept for the
+// life of the process, as PostgreSQL keeps the pointer).
+const char* short_desc(const Setting& s)
+{
+    const char* at = strstr(s.short_desc, "%d");
+    if (at == nullptr)
+        return s.short_desc;
+    return MemoryContextStrdup(TopMemoryContext,
+                               psprintf("%.*s%d%s", int(at - s.short_desc), s.short_desc, s.max, at + 2));
+}
+
+}  // namespace
+
+void define_settings()
+{
+    for (const Setting& s : settings) {
+        if (s.at_start && !process_shared_preload_libraries_in_progress)
+            continue;  // loaded later: the node takes its id from shardid.node_id (no worker to claim one)
+        const char* desc = short_desc(s);
+        switch (s.kind) {
+        case Kind::integer:
+            DefineCustomIntVariable(s.name, desc, s.long_desc, static_cast<int*>(s.variable), s.boot, s.min, s.max,
+                                    s.context, s.flags, s.int_check, nullptr, nullptr);
+            break;
+        case Kind::boolean:
+            DefineCustomBoolVariable(s.name, desc, s.long_desc, static_cast<bool*>(s.variable), s.boot != 0,
+                                     s.context, s.flags, nullptr, nullptr, nullptr);
+            break;
+        case Kind::enumeration:
+            DefineCustomEnumVariable(s.name, desc, s.long_desc, static_cast<int*>(s.variable), s.boot, s.options,
+                                     s.context, s.flags, nullptr, nullptr, nullptr);
+            break;
+        case Kind::string:
+            DefineCustomStringVariable(s.name, desc, s.long_desc, static_cast<char**>(s.variable), s.boot_string,
+                                       s.context, s.flags, s.string_check, nullptr, nullptr);
+            break;
+        }
+    }
+    MarkGUCPrefixReserved("shardid");
+}
+
+}  // namespace shardid::pg
