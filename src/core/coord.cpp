@@ -24,6 +24,23 @@ int lowest_free(const std::vector<int>& held, int min, int max)
     return want <= max ? want : -1;
 }
 
+int choose_id(const std::string& prefix, const std::vector<std::pair<std::string, std::string>>& nodes,
+              const std::string& lease, int last_id, int min, int max)
+{
+    std::vector<int> taken;
+    for (const auto& [key, key_lease] : nodes) {
+        const int n = node_id_of_key(prefix, key);
+        if (n < 0)
+            continue;
+        if (!lease.empty() && key_lease == lease)
+            return n;  // ours already (an answer lost on the way back)
+        taken.push_back(n);
+    }
+    if (last_id >= 0 && std::find(taken.begin(), taken.end(), last_id) == taken.end())
+        return last_id;
+    return lowest_free(taken, min, max);
+}
+
 std::string node_key(const std::string& prefix, int id) { return prefix + "/node/" + std::to_string(id); }
 std::string mark_key(const std::string& prefix, int id) { return prefix + "/mark/" + std::to_string(id); }
 std::string counter_key(const std::string& prefix, const char* name) { return prefix + "/counter/" + name; }

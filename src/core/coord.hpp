@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shardid::coord {
@@ -75,6 +76,14 @@ constexpr int64_t window_target(int64_t now_ms, int64_t need_ms, int64_t floor_m
 
 // The lowest id in [min, max] that is not in `held` (-1: none free).
 int lowest_free(const std::vector<int>& held, int min, int max);
+
+// The id a node claims when shardid.node_id is -1, given the node keys under
+// `prefix` (key, lease) and its own lease: one its lease holds already (the
+// answer to its claim was lost on the way back), else the id it held last
+// (last_id, -1: none) when free again, else the lowest free one in
+// [min, max]; -1 when every one is held.
+int choose_id(const std::string& prefix, const std::vector<std::pair<std::string, std::string>>& nodes,
+              const std::string& lease, int last_id, int min, int max);
 
 // Keys under a prefix.
 std::string node_key(const std::string& prefix, int id);

@@ -225,19 +225,10 @@ void Worker::claim()
                 error("could not list the node ids held: " + why);
                 return;
             }
-            std::vector<int> taken;
-            for (const etcd::KeyValue& kv : kvs) {
-                const int n = coord::node_id_of_key(prefix_, kv.key);
-                if (n >= 0 && kv.lease == lease_)
-                    id = n;  // ours already (an answer lost on the way back)
-                if (n >= 0)
-                    taken.push_back(n);
-            }
-            // The id this worker held before, when it is free again; else the lowest free one.
-            if (id < 0 && last_id_ >= 0 && std::find(taken.begin(), taken.end(), last_id_) == taken.end())
-                id = last_id_;
-            if (id < 0)
-                id = coord::lowest_free(taken, etcd_node_id_min, etcd_node_id_max);
+            std::vector<std::pair<std::string, std::string>> held;
+            for (const etcd::KeyValue& kv : kvs)
+                held.emplace_back(kv.key, kv.lease);
+            id = coord::choose_id(prefix_, held, lease_, last_id_, etcd_node_id_min, etcd_node_id_max);
             if (id < 0) {
                 error("every node id from " + std::to_string(etcd_node_id_min) + " to " +
                       std::to_string(etcd_node_id_max) + " is held by another node");

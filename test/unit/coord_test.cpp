@@ -49,6 +49,22 @@ TEST(Coord, LowestFreeId)
     EXPECT_EQ(coord::lowest_free({100}, 5, 7), 5);
 }
 
+TEST(Coord, ChoosesTheIdToClaim)
+{
+    using Keys = std::vector<std::pair<std::string, std::string>>;
+    const Keys held = {{"/p/node/0", "11"}, {"/p/node/1", "12"}, {"/p/mark/2", ""}, {"/q/node/2", "13"}};
+    // The lowest free id; marks and other prefixes do not count.
+    EXPECT_EQ(coord::choose_id("/p", held, "99", -1, 0, 1023), 2);
+    // The id its own lease holds already, even when it held another before.
+    EXPECT_EQ(coord::choose_id("/p", held, "12", 5, 0, 1023), 1);
+    // The id it held last, when free again; not when another holds it.
+    EXPECT_EQ(coord::choose_id("/p", held, "99", 7, 0, 1023), 7);
+    EXPECT_EQ(coord::choose_id("/p", held, "99", 0, 0, 1023), 2);
+    // An empty lease matches no key without one; the range bounds the choice.
+    EXPECT_EQ(coord::choose_id("/p", {{"/p/node/0", ""}}, "", -1, 0, 1023), 1);
+    EXPECT_EQ(coord::choose_id("/p", held, "99", -1, 0, 1), -1);
+}
+
 TEST(Coord, Keys)
 {
     EXPECT_EQ(coord::node_key("/shardid", 7), "/shardid/node/7");
