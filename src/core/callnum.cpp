@@ -64,8 +64,8 @@ bool call_number_compose(const BitShuffle& shuffle, int64_t version, int64_t run
 bool call_number_decode(const BitShuffle& shuffle, const char* text, size_t len, CallParts* out, Status* status)
 {
     if (len != call_chars) {
-        *status = Status::fail(Error::invalid_text, "invalid call number: %zu characters instead of %d", len,
-                               call_chars);
+        *status =
+            Status::fail(Error::invalid_text, "invalid call number: %zu characters instead of %d", len, call_chars);
         return false;
     }
     uint64_t value = 0;

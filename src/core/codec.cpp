@@ -19,12 +19,12 @@ constexpr Alphabet make_alphabet(const char* name, const char* digits, unsigned 
 
 }  // namespace
 
-const Alphabet base62 = make_alphabet("base62", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 62, "");
-const Alphabet base32_crockford =
-    make_alphabet("base32", "0123456789ABCDEFGHJKMNPQRSTVWXYZ", 32,
-                  "a" "A" "b" "B" "c" "C" "d" "D" "e" "E" "f" "F" "g" "G" "h" "H" "j" "J" "k" "K" "m" "M" "n" "N"
-                  "p" "P" "q" "Q" "r" "R" "s" "S" "t" "T" "v" "V" "w" "W" "x" "X" "y" "Y" "z" "Z"
-                  "I1i1L1l1O0o0");
+const Alphabet base62 =
+    make_alphabet("base62", "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 62, "");
+// Aliases, in pairs (a character, the digit it reads as): lowercase for
+// uppercase, and I, L for 1 and O for 0, as Crockford's base32 reads them.
+const Alphabet base32_crockford = make_alphabet("base32", "0123456789ABCDEFGHJKMNPQRSTVWXYZ", 32,
+                                                "aAbBcCdDeEfFgGhHjJkKmMnNpPqQrRsStTvVwWxXyYzZI1i1L1l1O0o0");
 
 int encode_digits(const Alphabet& a, uint64_t value, int min_width, char* out)
 {
@@ -54,8 +54,8 @@ bool decode_digits(const Alphabet& a, const char* text, size_t len, uint64_t max
         if (digit < 0) {
             const unsigned char c = static_cast<unsigned char>(text[i]);
             if (c >= 0x20 && c < 0x7f)
-                *status = Status::fail(Error::invalid_text, "invalid %s character \"%c\" at position %zu", a.name,
-                                       c, i + 1);
+                *status =
+                    Status::fail(Error::invalid_text, "invalid %s character \"%c\" at position %zu", a.name, c, i + 1);
             else
                 *status = Status::fail(Error::invalid_text, "invalid %s character (byte 0x%02x) at position %zu",
                                        a.name, c, i + 1);

@@ -81,8 +81,8 @@ bool parse_count(const std::string& text, int64_t* out)
 
 std::string holder_value(const Holder& h)
 {
-    nlohmann::json j = {{"host", h.host}, {"port", h.port}, {"system_identifier", h.system_identifier},
-                        {"since", h.since}};
+    nlohmann::json j = {
+        {"host", h.host}, {"port", h.port}, {"system_identifier", h.system_identifier}, {"since", h.since}};
     return j.dump();
 }
 
@@ -92,8 +92,8 @@ std::string describe_holder(const std::string& value)
         const nlohmann::json j = nlohmann::json::parse(value);
         if (j.is_object() && j.value("host", nlohmann::json()).is_string() &&
             j.value("port", nlohmann::json()).is_number_integer()) {
-            std::string s = "host " + printable(j["host"].get<std::string>()) + " port " +
-                            std::to_string(j["port"].get<int64_t>());
+            std::string s =
+                "host " + printable(j["host"].get<std::string>()) + " port " + std::to_string(j["port"].get<int64_t>());
             if (j.contains("system_identifier") && j["system_identifier"].is_string())
                 s += ", system identifier " + printable(j["system_identifier"].get<std::string>());
             if (j.contains("since") && j["since"].is_string())

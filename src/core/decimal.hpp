@@ -13,11 +13,13 @@ namespace shardid {
 
 // Each of generator_id and launch_id takes five decimal digits.
 constexpr int64_t decimal_field = 100000;
-constexpr int64_t decimal_generator_max = decimal_field - 1;  // the SQL sequence's MAXVALUE repeats it (sql/rules.sql compares)
-constexpr int64_t decimal_launch_max = decimal_field - 1;     // shardid.launch_id's maximum
+// The SQL sequence's MAXVALUE repeats it (sql/rules.sql compares).
+constexpr int64_t decimal_generator_max = decimal_field - 1;
+constexpr int64_t decimal_launch_max = decimal_field - 1;  // shardid.launch_id's maximum
 constexpr int64_t decimal_counter_scale = decimal_field * decimal_field;
 // The largest counter whose IDs fit a bigint.
-constexpr int64_t decimal_counter_max = (INT64_MAX - decimal_generator_max * decimal_field - decimal_launch_max) / decimal_counter_scale;
+constexpr int64_t decimal_counter_max =
+    (INT64_MAX - decimal_generator_max * decimal_field - decimal_launch_max) / decimal_counter_scale;
 static_assert(decimal_counter_max == 922337202, "SPEC 2.2's counter range");
 
 struct DecimalParts {

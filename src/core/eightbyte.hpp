@@ -33,7 +33,8 @@ struct EightParts {
 
 // The engine's view of eight-byte generation: 42 bits of ms | 11-bit
 // generator | 6-bit sequence, 64 IDs per ms per generator.
-inline constexpr Layout eightbyte_layout = Layout::named("eight-byte id").epoch(0).unit(1).time(42).shard(11).sequence(6);
+inline constexpr Layout eightbyte_layout =
+    Layout::named("eight-byte id").epoch(0).unit(1).time(42).shard(11).sequence(6);
 
 constexpr uint64_t bit_reverse(uint64_t v)
 {

@@ -101,9 +101,9 @@ inline bool advance_past(const Layout& layout, SlotState& slot, int64_t id, int6
         return false;
     }
     if (id < 0 || (layout.total_bits() < 64 && (uint64_t(id) >> layout.total_bits()) != 0)) {
-        *status = Status::fail(Error::out_of_range, "%lld is not an ID of the %s layout", (long long)id, layout.name)
-                      .with_detail("A %s ID is a non-negative number of at most %u bits.", layout.name,
-                                   layout.total_bits());
+        *status =
+            Status::fail(Error::out_of_range, "%lld is not an ID of the %s layout", (long long)id, layout.name)
+                .with_detail("A %s ID is a non-negative number of at most %u bits.", layout.name, layout.total_bits());
         return false;
     }
     const Fields f = layout.decompose(uint64_t(id));
@@ -131,8 +131,8 @@ inline bool advance_past(const Layout& layout, SlotState& slot, int64_t id, int6
 // shard field), and the Unix ms at which its tick starts (for the
 // high-water mark). On failure fills *status and returns false.
 template <class Clock>
-bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_lead_ms,
-             uint64_t shard, uint64_t* id, Status* status, int64_t* tick_ms = nullptr, uint64_t* word_out = nullptr)
+bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_lead_ms, uint64_t shard, uint64_t* id,
+             Status* status, int64_t* tick_ms = nullptr, uint64_t* word_out = nullptr)
 {
     const uint64_t sequence_max = layout.sequence_max();
     uint64_t last = slot.last.load(std::memory_order_acquire);
@@ -159,8 +159,7 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
         } else if (uint64_t(wall) == last_tick) {
             slot.waits.fetch_add(1, std::memory_order_relaxed);
             if (!wait_for_tick(layout, clock, wall + 1, wall)) {
-                *status = Status::fail(Error::interrupted, "waiting for the next %s tick was interrupted",
-                                       layout.name);
+                *status = Status::fail(Error::interrupted, "waiting for the next %s tick was interrupted", layout.name);
                 return false;
             }
             last = slot.last.load(std::memory_order_acquire);
@@ -172,13 +171,13 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             moved_ahead = true;
             const int64_t lead_ms = layout.ms_of_tick(int64_t(tick)) - now;
             if (lead_ms > max_lead_ms) {
-                *status = Status::fail(Error::clock_lead_exceeded,
-                                       "%s logical clock would lead the wall clock by %lld ms", layout.name,
-                                       (long long)lead_ms)
-                              .with_detail("The wall clock is behind the last issued ID (it stepped back) and the "
-                                           "sequence of that tick is used up; shardid.max_clock_lead is %lld ms.",
-                                           (long long)max_lead_ms)
-                              .with_hint("Wait for the wall clock to catch up, or raise shardid.max_clock_lead.");
+                *status =
+                    Status::fail(Error::clock_lead_exceeded, "%s logical clock would lead the wall clock by %lld ms",
+                                 layout.name, (long long)lead_ms)
+                        .with_detail("The wall clock is behind the last issued ID (it stepped back) and the "
+                                     "sequence of that tick is used up; shardid.max_clock_lead is %lld ms.",
+                                     (long long)max_lead_ms)
+                        .with_hint("Wait for the wall clock to catch up, or raise shardid.max_clock_lead.");
                 return false;
             }
         }

@@ -87,8 +87,8 @@ bool decode_kvs(const json& j, std::vector<KeyValue>* out)
         KeyValue kv;
         int64_t lease = 0;
         if (!e.is_object() || !get_b64(e, "key", &kv.key) || !get_b64(e, "value", &kv.value) ||
-            !get_int(e, "create_revision", 0, &kv.create_revision) || !get_int(e, "mod_revision", 0, &kv.mod_revision) ||
-            !get_int(e, "lease", 0, &lease))
+            !get_int(e, "create_revision", 0, &kv.create_revision) ||
+            !get_int(e, "mod_revision", 0, &kv.mod_revision) || !get_int(e, "lease", 0, &lease))
             return false;
         if (lease != 0)
             kv.lease = std::to_string(lease);
@@ -96,7 +96,6 @@ bool decode_kvs(const json& j, std::vector<KeyValue>* out)
     }
     return true;
 }
-
 
 }  // namespace
 
@@ -125,7 +124,8 @@ bool decode_keepalive(const std::string& body, int64_t* ttl_s, bool* alive, std:
     }
     const json& r = j["result"];
     if (r.contains("error") && r.contains("message")) {
-        *why = "etcd refused the keepalive: " + printable(r["message"].is_string() ? r["message"].get<std::string>() : "?");
+        *why = "etcd refused the keepalive: " +
+               printable(r["message"].is_string() ? r["message"].get<std::string>() : "?");
         return false;
     }
     if (!get_int(r, "TTL", 0, ttl_s)) {

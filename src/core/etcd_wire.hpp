@@ -60,7 +60,7 @@ struct Op {
 std::string encode_txn(const std::vector<Compare>& compare, const std::vector<Op>& success,
                        const std::vector<Op>& failure);
 std::string encode_grant(int64_t ttl_s);
-std::string encode_lease(const std::string& lease);  // keepalive, revoke
+std::string encode_lease(const std::string& lease);                              // keepalive, revoke
 std::string encode_range(const std::string& key, const std::string& range_end);  // range_end "": one key
 std::string encode_authenticate(const std::string& user, const std::string& password);
 

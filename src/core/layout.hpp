@@ -16,7 +16,7 @@
 namespace shardid {
 
 struct Fields {
-    uint64_t tick;      // the time field as stored (wrapped for wrapping layouts)
+    uint64_t tick;  // the time field as stored (wrapped for wrapping layouts)
     uint64_t shard;
     uint64_t sequence;
 };
@@ -41,8 +41,8 @@ constexpr int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) *
 // persisted node state (src/core/node_state.hpp), so they hold no pointer.
 struct Layout;
 struct Shape {
-    int64_t epoch_ms = 0;        // Unix milliseconds of tick 0
-    int64_t unit_ms = 1;         // length of one tick, >= 1
+    int64_t epoch_ms = 0;  // Unix milliseconds of tick 0
+    int64_t unit_ms = 1;   // length of one tick, >= 1
     uint8_t time_bits = 0;
     uint8_t shard_bits = 0;
     uint8_t sequence_bits = 0;
@@ -71,8 +71,8 @@ struct Shape {
 
     constexpr Fields decompose(uint64_t id) const
     {
-        return Fields{(id >> (shard_bits + sequence_bits)) & time_max(),
-                      (id >> sequence_bits) & shard_max(), id & sequence_max()};
+        return Fields{(id >> (shard_bits + sequence_bits)) & time_max(), (id >> sequence_bits) & shard_max(),
+                      id & sequence_max()};
     }
 
     // The tick that contains Unix millisecond `ms` (floor division, so
@@ -101,8 +101,8 @@ struct Shape {
     constexpr bool operator==(const Shape& o) const
     {
         return epoch_ms == o.epoch_ms && unit_ms == o.unit_ms && time_bits == o.time_bits &&
-               shard_bits == o.shard_bits && sequence_bits == o.sequence_bits &&
-               sequence_first == o.sequence_first && wraps == o.wraps;
+               shard_bits == o.shard_bits && sequence_bits == o.sequence_bits && sequence_first == o.sequence_first &&
+               wraps == o.wraps;
     }
     constexpr bool operator!=(const Shape& o) const { return !(*this == o); }
 };
@@ -120,13 +120,48 @@ struct Layout : Shape {
         l.name = n;
         return l;
     }
-    constexpr Layout epoch(int64_t ms) const { Layout l = *this; l.epoch_ms = ms; return l; }
-    constexpr Layout unit(int64_t ms) const { Layout l = *this; l.unit_ms = ms; return l; }
-    constexpr Layout time(unsigned bits) const { Layout l = *this; l.time_bits = uint8_t(bits); return l; }
-    constexpr Layout shard(unsigned bits) const { Layout l = *this; l.shard_bits = uint8_t(bits); return l; }
-    constexpr Layout sequence(unsigned bits) const { Layout l = *this; l.sequence_bits = uint8_t(bits); return l; }
-    constexpr Layout wrapping() const { Layout l = *this; l.wraps = true; return l; }
-    constexpr Layout first_sequence(unsigned first) const { Layout l = *this; l.sequence_first = uint8_t(first); return l; }
+    constexpr Layout epoch(int64_t ms) const
+    {
+        Layout l = *this;
+        l.epoch_ms = ms;
+        return l;
+    }
+    constexpr Layout unit(int64_t ms) const
+    {
+        Layout l = *this;
+        l.unit_ms = ms;
+        return l;
+    }
+    constexpr Layout time(unsigned bits) const
+    {
+        Layout l = *this;
+        l.time_bits = uint8_t(bits);
+        return l;
+    }
+    constexpr Layout shard(unsigned bits) const
+    {
+        Layout l = *this;
+        l.shard_bits = uint8_t(bits);
+        return l;
+    }
+    constexpr Layout sequence(unsigned bits) const
+    {
+        Layout l = *this;
+        l.sequence_bits = uint8_t(bits);
+        return l;
+    }
+    constexpr Layout wrapping() const
+    {
+        Layout l = *this;
+        l.wraps = true;
+        return l;
+    }
+    constexpr Layout first_sequence(unsigned first) const
+    {
+        Layout l = *this;
+        l.sequence_first = uint8_t(first);
+        return l;
+    }
 
     // Is the layout well formed? (widths, unit, room for the packed state)
     Status validate() const;

@@ -43,9 +43,7 @@ enum class Renewal {
 // The node's time mark `until_ms`, for an ID in the tick starting at tick_ms.
 constexpr Renewal time_renewal(int64_t tick_ms, int64_t until_ms)
 {
-    return tick_ms + time_lease_ms / 2 < until_ms ? Renewal::none
-           : tick_ms < until_ms                   ? Renewal::early
-                                                  : Renewal::must;
+    return tick_ms + time_lease_ms / 2 < until_ms ? Renewal::none : tick_ms < until_ms ? Renewal::early : Renewal::must;
 }
 
 // The new time mark for an ID in the tick starting at tick_ms.
@@ -66,8 +64,7 @@ constexpr uint64_t word_target(const Shape& layout, uint64_t word)
 constexpr Renewal word_renewal(const Shape& layout, uint64_t word, uint64_t persisted)
 {
     const uint64_t lease = word_lease(layout);
-    return word <= persisted && (persisted - word > lease / 2 || word_target(layout, word) <= persisted)
-               ? Renewal::none
+    return word <= persisted && (persisted - word > lease / 2 || word_target(layout, word) <= persisted) ? Renewal::none
            : word <= persisted ? Renewal::early
                                : Renewal::must;
 }

@@ -299,8 +299,8 @@ size_t node_state_format(const NodeState& st, char* out, size_t cap)
             w.put(' ');
             w.put_i64(n);
         }
-        const unsigned small[5] = {m.shape.time_bits, m.shape.shard_bits, m.shape.sequence_bits,
-                                   m.shape.sequence_first, m.shape.wraps ? 1u : 0u};
+        const unsigned small[5] = {m.shape.time_bits, m.shape.shard_bits, m.shape.sequence_bits, m.shape.sequence_first,
+                                   m.shape.wraps ? 1u : 0u};
         for (unsigned n : small) {
             w.put(' ');
             w.put_u64(n);
@@ -332,9 +332,9 @@ Status node_state_check(const NodeState& st)
         Status s = m.shape.layout(m.name).validate();
         if (!s.ok())
             return s;
-        if (!m.shape.wraps && m.shape.time_bits + m.shape.sequence_bits < 64 && (m.word >> (m.shape.time_bits + m.shape.sequence_bits)))
-            return Status::fail(Error::invalid_parameter, "the mark of layout \"%s\" does not fit its fields",
-                                m.name);
+        if (!m.shape.wraps && m.shape.time_bits + m.shape.sequence_bits < 64 &&
+            (m.word >> (m.shape.time_bits + m.shape.sequence_bits)))
+            return Status::fail(Error::invalid_parameter, "the mark of layout \"%s\" does not fit its fields", m.name);
     }
     return Status();
 }

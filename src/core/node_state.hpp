@@ -87,8 +87,7 @@ struct NodeStateField {
 inline constexpr NodeStateField node_state_fields[] = {
     {"mark", &NodeState::mark_ms, 2, true, NodeStateFieldKind::time_mark, "high-water mark", " (Unix ms)"},
     {"retired", &NodeState::retired_ms, 3, false, NodeStateFieldKind::retired_floor, "retired marks end by", ""},
-    {"generator", &NodeState::generator_floor, 2, false, NodeStateFieldKind::counter_floor, "generator id floor",
-     ""},
+    {"generator", &NodeState::generator_floor, 2, false, NodeStateFieldKind::counter_floor, "generator id floor", ""},
     {"run", &NodeState::run_floor, 2, false, NodeStateFieldKind::counter_floor, "run id floor", ""},
 };
 constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);

@@ -109,8 +109,8 @@ bool permute_check(int64_t value, int bits, Status* status)
         return false;
     }
     if (value < 1 || uint64_t(value) >= (uint64_t(1) << bits)) {
-        *status = Status::fail(Error::out_of_range, "value %lld is outside the %d-bit domain 1..%llu",
-                               (long long)value, bits, (unsigned long long)((uint64_t(1) << bits) - 1));
+        *status = Status::fail(Error::out_of_range, "value %lld is outside the %d-bit domain 1..%llu", (long long)value,
+                               bits, (unsigned long long)((uint64_t(1) << bits) - 1));
         return false;
     }
     return true;

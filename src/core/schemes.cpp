@@ -13,8 +13,8 @@ Status Layout::validate() const
         return Status::fail(Error::invalid_parameter, "layout \"%s\" needs at least 1 time bit and 1 sequence bit",
                             name);
     if (total_bits() > max_id_bits)
-        return Status::fail(Error::invalid_parameter, "layout \"%s\" has %u bits, more than the 63 of a positive bigint",
-                            name, total_bits())
+        return Status::fail(Error::invalid_parameter,
+                            "layout \"%s\" has %u bits, more than the 63 of a positive bigint", name, total_bits())
             .with_detail("time_bits + shard_bits + sequence_bits must be at most 63.");
     if (sequence_first > sequence_max())
         return Status::fail(Error::invalid_parameter, "layout \"%s\" starts its sequence beyond its field", name);
@@ -90,24 +90,23 @@ bool layout_decode(const Layout& layout, int64_t id, Decoded* out, Status* statu
 static bool tick_in_range(const Layout& layout, int64_t unix_ms, int64_t* tick, Status* status)
 {
     if (unix_ms < layout.epoch_ms) {
-        *status = Status::fail(Error::out_of_range, "time is before the %s epoch", layout.name)
-                      .with_detail("The layout's time starts at %lld ms after the Unix epoch.",
-                                   (long long)layout.epoch_ms);
+        *status =
+            Status::fail(Error::out_of_range, "time is before the %s epoch", layout.name)
+                .with_detail("The layout's time starts at %lld ms after the Unix epoch.", (long long)layout.epoch_ms);
         return false;
     }
     *tick = layout.tick_of(unix_ms);  // no overflow: unix_ms >= epoch_ms >= 0
     if (uint64_t(*tick) > layout.time_max()) {
-        *status = Status::fail(Error::out_of_range, "time is past the end of the %s layout", layout.name)
-                      .with_detail("Its %u-bit time field ends %lld ms after the Unix epoch.",
-                                   unsigned(layout.time_bits),
-                                   (long long)layout.ms_of_tick(int64_t(layout.time_max()) + 1));
+        *status =
+            Status::fail(Error::out_of_range, "time is past the end of the %s layout", layout.name)
+                .with_detail("Its %u-bit time field ends %lld ms after the Unix epoch.", unsigned(layout.time_bits),
+                             (long long)layout.ms_of_tick(int64_t(layout.time_max()) + 1));
         return false;
     }
     return true;
 }
 
-bool layout_compose(const Layout& layout, int64_t unix_ms, int64_t shard, int64_t sequence, int64_t* id,
-                    Status* status)
+bool layout_compose(const Layout& layout, int64_t unix_ms, int64_t shard, int64_t sequence, int64_t* id, Status* status)
 {
     int64_t tick;
     if (!tick_in_range(layout, unix_ms, &tick, status) || !check_shard(layout, shard, "shard", status))
@@ -182,8 +181,8 @@ void trace_range_ids(bool has_lower, int64_t lower_ms, bool has_upper, int64_t u
 bool trace_decode(int64_t id, int64_t near_unix_s, TraceParts* out, Status* status)
 {
     if (id <= 0) {
-        *status = Status::fail(Error::out_of_range, "trace id %lld is out of range: trace ids are positive",
-                               (long long)id);
+        *status =
+            Status::fail(Error::out_of_range, "trace id %lld is out of range: trace ids are positive", (long long)id);
         return false;
     }
     const Fields f = trace_layout.decompose(uint64_t(id));

@@ -50,8 +50,8 @@ const Layout* find_preset(const char* name, size_t len);
 // up first). A version that turns one of these into a preset also checks,
 // in its upgrade script, for a layout of that name made before 1.2, when
 // the names were not reserved.
-inline constexpr const char* reserved_layout_names[] = {"uuidv7", "sonyflake", "tsid", "ulid", "mastodon",
-                                                       "trace_id", "decimal_id", "eightbyte", "call_number"};
+inline constexpr const char* reserved_layout_names[] = {"uuidv7",   "sonyflake",  "tsid",      "ulid",       "mastodon",
+                                                        "trace_id", "decimal_id", "eightbyte", "call_number"};
 // A preset's name, or one kept for later presets.
 bool reserved_layout_name(const char* name, size_t len);
 
@@ -63,7 +63,7 @@ inline constexpr const char* valid_name_rule = "1 to 63 characters: lowercase le
 
 // The fields of an ID of a non-wrapping layout.
 struct Decoded {
-    int64_t unix_ms;   // start of the ID's tick
+    int64_t unix_ms;  // start of the ID's tick
     int64_t shard;
     int64_t sequence;
 };
@@ -94,7 +94,7 @@ void trace_range_ids(bool has_lower, int64_t lower_ms, bool has_upper, int64_t u
                      int64_t* max_id);
 
 struct TraceParts {
-    int64_t unix_s;    // creation time, seconds since the Unix epoch
+    int64_t unix_s;  // creation time, seconds since the Unix epoch
     uint32_t node_no;
     uint32_t counter;
 };

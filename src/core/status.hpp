@@ -14,16 +14,16 @@ namespace shardid {
 // Error kinds, named by what went wrong; each maps to exactly one SQLSTATE.
 enum class Error : uint8_t {
     none = 0,
-    not_configured,      // a required setting is unset            -> 55000
-    out_of_range,        // a number outside its field or domain   -> 22003
-    invalid_parameter,   // an argument that cannot be used        -> 22023
-    invalid_text,        // malformed text representation          -> 22P02
-    clock_lead_exceeded, // logical clock would run too far ahead  -> 55000
-    time_exhausted,      // a layout's time field has no room left -> 22003
-    out_of_memory,       // std::bad_alloc                         -> 53200
-    interrupted,         // a wait given up for a pending interrupt (the glue serves it)
-    not_claimed,         // no valid claim of the node id from etcd -> 55000 (after the glue waited)
-    internal,            // a bug or an unexpected C++ exception   -> XX000
+    not_configured,       // a required setting is unset            -> 55000
+    out_of_range,         // a number outside its field or domain   -> 22003
+    invalid_parameter,    // an argument that cannot be used        -> 22023
+    invalid_text,         // malformed text representation          -> 22P02
+    clock_lead_exceeded,  // logical clock would run too far ahead  -> 55000
+    time_exhausted,       // a layout's time field has no room left -> 22003
+    out_of_memory,        // std::bad_alloc                         -> 53200
+    interrupted,          // a wait given up for a pending interrupt (the glue serves it)
+    not_claimed,          // no valid claim of the node id from etcd -> 55000 (after the glue waited)
+    internal,             // a bug or an unexpected C++ exception   -> XX000
 };
 
 // A failure with PostgreSQL-style words: a short lowercase message, and

@@ -123,8 +123,8 @@ bool Client::post(const char* path, const std::string& body, std::string* answer
         if (status != 200) {
             // etcd's own refusal keeps its message; anything else is quoted.
             if (decode_ack(*answer, why) || why->find("etcd refused") != 0)
-                *why = "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" +
-                       printable(*answer) + "\"";
+                *why = "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" + printable(*answer) +
+                       "\"";
             return false;
         }
         return true;

@@ -27,10 +27,10 @@ extern "C" Datum shardid_advance_past(PG_FUNCTION_ARGS)
     using namespace shardid;
     using namespace shardid::pg;
     if (!superuser())
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("permission denied to advance shardid's node state"),
-                        errdetail("Only superusers may move a layout's logical clock: it is shared by every "
-                                  "database and role on the node.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE), errmsg("permission denied to advance shardid's node state"),
+                 errdetail("Only superusers may move a layout's logical clock: it is shared by every "
+                           "database and role on the node.")));
     refuse_on_standby();
     LayoutEntry& entry = layout_arg(fcinfo, 0);
     const int64 id = PG_GETARG_INT64(1);

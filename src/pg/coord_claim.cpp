@@ -157,8 +157,9 @@ public:
                 return value;
             }
             c.counter_want[k].store(1);
-            wait_for_worker(since, message, "", "See SELECT * FROM shardid_coordination(); and check that etcd is "
-                                                "reachable.");
+            wait_for_worker(since, message, "",
+                            "See SELECT * FROM shardid_coordination(); and check that etcd is "
+                            "reachable.");
         }
     }
 };

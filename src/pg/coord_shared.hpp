@@ -28,12 +28,12 @@ namespace shardid::pg {
 constexpr int coord_counters = 2;
 
 struct CoordShared {
-    std::atomic<int> held;               // the node id held, -1: none
-    std::atomic<uint64_t> generation;    // changes whenever the claim does (never 0)
-    std::atomic<int64_t> fence_ms;       // fence-clock ms (fence_clock_ms()): IDs only before it
-    std::atomic<int64_t> window_end_ms;  // wall ms: IDs only in ticks starting before it
-    std::atomic<int64_t> floor_ms;       // the mark found at the claim: IDs above it
-    std::atomic<int64_t> need_ms;        // the latest tick a generator found outside the window
+    std::atomic<int> held;                               // the node id held, -1: none
+    std::atomic<uint64_t> generation;                    // changes whenever the claim does (never 0)
+    std::atomic<int64_t> fence_ms;                       // fence-clock ms (fence_clock_ms()): IDs only before it
+    std::atomic<int64_t> window_end_ms;                  // wall ms: IDs only in ticks starting before it
+    std::atomic<int64_t> floor_ms;                       // the mark found at the claim: IDs above it
+    std::atomic<int64_t> need_ms;                        // the latest tick a generator found outside the window
     std::atomic<int64_t> counter_ready[coord_counters];  // a value taken from etcd for a backend, -1: none
     std::atomic<int> counter_want[coord_counters];
     std::atomic<Latch*> worker_latch;

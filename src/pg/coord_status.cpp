@@ -64,23 +64,23 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     };
 
     Row<columns> row;
-    row.add(CStringGetTextDatum("etcd"));                               // source
-    row.add(CStringGetTextDatum(state));                                // state
-    held >= 0 ? row.add(Int32GetDatum(held)) : row.add_null();          // node_id
-    held >= 0 ? row.add(ts(claimed_at)) : row.add_null();               // claimed_at
-    text_or_null(row, lease);                                           // lease_id
-    lease[0] ? row.add(Int32GetDatum(int32(ttl))) : row.add_null();     // lease_ttl
+    row.add(CStringGetTextDatum("etcd"));                            // source
+    row.add(CStringGetTextDatum(state));                             // state
+    held >= 0 ? row.add(Int32GetDatum(held)) : row.add_null();       // node_id
+    held >= 0 ? row.add(ts(claimed_at)) : row.add_null();            // claimed_at
+    text_or_null(row, lease);                                        // lease_id
+    lease[0] ? row.add(Int32GetDatum(int32(ttl))) : row.add_null();  // lease_ttl
     if (held >= 0) {
         row.add(ts(now_wall + (c.fence_ms.load() - fence_clock_ms())));  // issuing_until
-        row.add(ts(c.floor_ms.load()));                                   // window_start
-        row.add(ts(c.window_end_ms.load()));                              // window_end
+        row.add(ts(c.floor_ms.load()));                                  // window_start
+        row.add(ts(c.window_end_ms.load()));                             // window_end
     } else {
         row.add_null().add_null().add_null();
     }
-    text_or_null(row, endpoint);                                        // endpoint
-    text_or_null(row, err);                                             // last_error
-    last_ok > 0 ? row.add(ts(last_ok)) : row.add_null();                // last_answer_at
-    row.add(Int64GetDatum(int64(requests)));                            // requests
-    row.add(Int64GetDatum(int64(errors)));                              // errors
+    text_or_null(row, endpoint);                          // endpoint
+    text_or_null(row, err);                               // last_error
+    last_ok > 0 ? row.add(ts(last_ok)) : row.add_null();  // last_answer_at
+    row.add(Int64GetDatum(int64(requests)));              // requests
+    row.add(Int64GetDatum(int64(errors)));                // errors
     return return_row(fcinfo, row);
 }

@@ -108,14 +108,14 @@ private:
     int want_id_ = node_id;  // -1: the lowest free id
     std::string lease_;
     int64_t lease_ttl_ms_ = 0;
-    int64_t fence_ms_ = 0;       // monotonic
-    int64_t last_sent_ms_ = 0;   // monotonic send time of the last renewal etcd answered
-    int claimed_ = -1;           // the node key held in etcd
-    int last_id_ = -1;           // the id claimed last (node_id -1: preferred when free)
-    bool refused_ = false;       // the last claim was refused (held elsewhere, or its mark unreadable)
-    int held_ = -1;              // published: IDs are issued under it
+    int64_t fence_ms_ = 0;      // monotonic
+    int64_t last_sent_ms_ = 0;  // monotonic send time of the last renewal etcd answered
+    int claimed_ = -1;          // the node key held in etcd
+    int last_id_ = -1;          // the id claimed last (node_id -1: preferred when free)
+    bool refused_ = false;      // the last claim was refused (held elsewhere, or its mark unreadable)
+    int held_ = -1;             // published: IDs are issued under it
     int64_t floor_ms_ = 0;
-    int64_t recorded_ms_ = 0;    // the window end last recorded in etcd
+    int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
     std::map<int, int64_t> seen_marks_;  // the highest mark seen per id
     std::string logged_error_;
 };
@@ -371,8 +371,8 @@ void Worker::serve_counters()
         if (!kvs.empty()) {
             revision = kvs[0].mod_revision;
             if (!coord::parse_count(kvs[0].value, &current)) {
-                error("the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) + "\", which is not a count: no " +
-                      node_counter_name(which) + " is taken until it is fixed");
+                error("the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) +
+                      "\", which is not a count: no " + node_counter_name(which) + " is taken until it is fixed");
                 continue;
             }
         }
@@ -486,7 +486,8 @@ void worker_main()
             SpinLockRelease(&c.mutex);
             ereport(LOG, (errmsg("shardid coordinator: %s", why.c_str())));
             // Checked again every 10 s (a password file put in place later).
-            const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10000, PG_WAIT_EXTENSION);
+            const int rc =
+                WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10000, PG_WAIT_EXTENSION);
             if (rc & WL_LATCH_SET)
                 ResetLatch(MyLatch);
             if (stop_requested)
@@ -515,4 +516,3 @@ void shardid_coordinator_main(Datum)
     coord_shared().worker_latch.store(nullptr, std::memory_order_release);
     proc_exit(0);
 }
-

@@ -102,11 +102,11 @@ int64 take_fresh(const Sequence& seq, NodeCounter which)
     const NodeIdSource& source = node_id_source();
     for (int64 value; (value = source.take_counter(which)) != NodeIdSource::from_node_sequence;) {
         if (value > seq.max)
-            ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-                            errmsg("the %s counter of shardid's %s has no value left", source.name(),
-                                   node_counter_name(which)),
-                            errdetail("It gave %lld; the field holds at most %lld.", (long long)value,
-                                      (long long)seq.max)));
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                 errmsg("the %s counter of shardid's %s has no value left", source.name(), node_counter_name(which)),
+                 errdetail("It gave %lld; the field holds at most %lld.", (long long)value, (long long)seq.max)));
         if (claim_counter(which, value))
             return value;
     }
@@ -123,11 +123,11 @@ int64 take_fresh(const Sequence& seq, NodeCounter which)
         const int64 steps = seq.increment > 0 ? (floor - value) / seq.increment + 1 : 0;
         if (steps == 0 || pg_mul_s64_overflow(steps, seq.increment, &target) ||
             pg_add_s64_overflow(value, target, &target) || target > seq.max)
-            ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
-                            errmsg("sequence \"%s\" of shardid has no value left above %lld", seq.name,
-                                   (long long)floor),
-                            errdetail("This node already took every value up to %lld, and none may come again.",
-                                      (long long)floor)));
+            ereport(ERROR,
+                    (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                     errmsg("sequence \"%s\" of shardid has no value left above %lld", seq.name, (long long)floor),
+                     errdetail("This node already took every value up to %lld, and none may come again.",
+                               (long long)floor)));
         restart_sequence_at(seq, target);
     }
 }

@@ -68,7 +68,8 @@ extern "C" Datum shardid_next_eightbyte_id(PG_FUNCTION_ARGS)
 {
     const EightMode mode = mode_arg(fcinfo, 0);
     // The engine issues (ms, generator = shardid.node_id, sequence); repack it.
-    const Fields f = eightbyte_layout.decompose(generate_raw(fcinfo, eightbyte_layout, eightbyte_slot, ShardFrom::node_id()));
+    const Fields f =
+        eightbyte_layout.decompose(generate_raw(fcinfo, eightbyte_layout, eightbyte_slot, ShardFrom::node_id()));
     const EightParts parts{int64_t(f.tick), uint32_t(f.sequence), uint32_t(f.shard), uint32_t(cluster_id), mode};
     return bytea_of(eight_word(parts));
 }
@@ -106,9 +107,9 @@ extern "C" Datum shardid_eightbyte_id_to_bigint(PG_FUNCTION_ARGS)
                         errmsg("only time_sequential eight-byte ids convert to bigint"),
                         errdetail("Spread ids hold a bit-reversed time and do not sort as numbers.")));
     if (w >> 63)
-        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-                        errmsg("eight-byte id does not fit a positive bigint"),
-                        errdetail("Time-sequential ids made after 2039-09-07 set the top bit.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE), errmsg("eight-byte id does not fit a positive bigint"),
+                 errdetail("Time-sequential ids made after 2039-09-07 set the top bit.")));
     PG_RETURN_INT64(int64(w));
 }
 
@@ -119,8 +120,8 @@ extern "C" Datum shardid_eightbyte_id_from_bigint(PG_FUNCTION_ARGS)
         ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
                         errmsg("eight-byte id %lld is out of range: such ids are positive", (long long)v)));
     if (eight_parts(uint64_t(v)).mode != EightMode::time_sequential)
-        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("%lld is not a time_sequential eight-byte id",
-                                                                         (long long)v),
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                        errmsg("%lld is not a time_sequential eight-byte id", (long long)v),
                         errdetail("Its mode bit (bit 12) is 0.")));
     return bytea_of(uint64_t(v));
 }

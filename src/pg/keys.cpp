@@ -80,8 +80,8 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
                         errhint("As a superuser, delete the rows of shardid_key that are not the key.")));
     bytea* b = DatumGetByteaPP(row_value(t, static_cast<HeapTuple>(linitial(t.rows)), "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("obfuscation key \"%.*s\" is not 16 bytes", len, name)));
+        ereport(ERROR,
+                (errcode(ERRCODE_DATA_CORRUPTED), errmsg("obfuscation key \"%.*s\" is not 16 bytes", len, name)));
     memcpy(secret, VARDATA_ANY(b), 16);
     return true;
 }
@@ -100,9 +100,10 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         callback_registered = true;
     }
     if (len > max_name_len || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
-        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT),
-                        errmsg("obfuscation key \"%.*s\" does not exist", len > max_name_len ? max_name_len : len, name),
-                        errhint("A superuser creates keys with create_obfuscation_key().")));
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT),
+                 errmsg("obfuscation key \"%.*s\" does not exist", len > max_name_len ? max_name_len : len, name),
+                 errhint("A superuser creates keys with create_obfuscation_key().")));
     if (n_keys == max_keys)
         n_keys = 0;
     memcpy(keys[n_keys].name, name, len);

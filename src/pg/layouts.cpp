@@ -62,7 +62,7 @@ constexpr const char* carrier_schema_name = "shardid_carrier";
 LayoutEntry preset_entries[std::size(presets)];
 LayoutEntry user_entries[max_slots];
 int n_user_entries = 0;
-int n_carried_entries = 0;      // entries read from a carrier function
+int n_carried_entries = 0;        // entries read from a carrier function
 Oid layout_catalog = InvalidOid;  // the relation the entries were read from
 // Bumped whenever cached user layouts may be stale; fn_extra caches
 // compare it.
@@ -107,7 +107,7 @@ LayoutEntry* find_user_entry(const char* name, int len)
 }
 
 constexpr const char* carrier_format = "SELECT 'shardid layout v1: name=%s epoch_ms=%lld unit_ms=%lld time_bits=%d "
-                                     "shard_bits=%d sequence_bits=%d'::text";
+                                       "shard_bits=%d sequence_bits=%d'::text";
 
 // The schema of the layout carriers, if it is there and a superuser's.
 Oid carrier_schema()
@@ -140,8 +140,8 @@ bool carried_layout(const char* name, Layout* out)
     // caller needs no privilege on the schema (nothing is run).
     char* fname = carrier_name(name);
     oidvector* no_args = buildoidvector(nullptr, 0);
-    HeapTuple tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(fname), PointerGetDatum(no_args),
-                                    ObjectIdGetDatum(nsp));
+    HeapTuple tup =
+        SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum(fname), PointerGetDatum(no_args), ObjectIdGetDatum(nsp));
     if (!HeapTupleIsValid(tup))
         return false;
     const auto* form = reinterpret_cast<Form_pg_proc>(GETSTRUCT(tup));
@@ -164,9 +164,9 @@ bool carried_layout(const char* name, Layout* out)
         const int name_at = int(strstr(carrier_format, "%s") - carrier_format);
         const char* scan = psprintf("%.*s%s%s", name_at, carrier_format, name, carrier_format + name_at + 2);
         usable = sscanf(body, scan, &epoch_ms, &unit_ms, &time_bits, &shard_bits, &sequence_bits) == 5;
-        usable = usable && strcmp(psprintf(carrier_format, name, epoch_ms, unit_ms, time_bits, shard_bits,
-                                           sequence_bits),
-                                  body) == 0;
+        usable =
+            usable &&
+            strcmp(psprintf(carrier_format, name, epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits), body) == 0;
     }
     if (!usable)
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
@@ -209,11 +209,10 @@ LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
     Layout layout;
     if (t.rows != NIL) {
         HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
-        layout = user_layout(name_z, DatumGetTimestampTz(row_value(t, row, "epoch")),
-                             DatumGetIntervalP(row_value(t, row, "time_unit")),
-                             DatumGetInt16(row_value(t, row, "time_bits")),
-                             DatumGetInt16(row_value(t, row, "shard_bits")),
-                             DatumGetInt16(row_value(t, row, "sequence_bits")));
+        layout = user_layout(
+            name_z, DatumGetTimestampTz(row_value(t, row, "epoch")), DatumGetIntervalP(row_value(t, row, "time_unit")),
+            DatumGetInt16(row_value(t, row, "time_bits")), DatumGetInt16(row_value(t, row, "shard_bits")),
+            DatumGetInt16(row_value(t, row, "sequence_bits")));
     } else if (!carried_layout(name_z, &layout)) {
         return nullptr;
     } else {

@@ -49,7 +49,7 @@ const SettingSource setting_source;
 const NodeIdSource& node_id_source()
 {
     return node_id_source_setting == int(NodeIdSourceSetting::etcd) ? etcd_source()
-                                                                     : static_cast<const NodeIdSource&>(setting_source);
+                                                                    : static_cast<const NodeIdSource&>(setting_source);
 }
 
 }  // namespace shardid::pg

@@ -160,7 +160,8 @@ const Setting settings[] = {
      "Needs shared_preload_libraries = 'shardid' on the primary and on every standby. Off, a promoted standby does "
      "not know the old primary's mark.",
      true, 0, 0, nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
-    {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms, "How long a generator waits for a claim or a counter from etcd.",
+    {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms,
+     "How long a generator waits for a claim or a counter from etcd.",
      "After it, generation fails with SQLSTATE 55000.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,
      GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
     {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
@@ -175,17 +176,16 @@ const Setting settings[] = {
      10, 2, 300, nullptr, nullptr, PGC_POSTMASTER, GUC_UNIT_S | coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_user", Kind::string, &etcd_user, "etcd user name (empty: no authentication).", nullptr, 0, 0, 0, "",
      nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.",
-     nullptr, 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_cacert", Kind::string, &etcd_cacert, "CA certificate file for https etcd endpoints.", nullptr, 0,
-     0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_cert", Kind::string, &etcd_cert, "Client certificate file for etcd.", nullptr, 0, 0, 0, "",
-     nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.", nullptr,
+     0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_cacert", Kind::string, &etcd_cacert, "CA certificate file for https etcd endpoints.", nullptr, 0, 0,
+     0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_cert", Kind::string, &etcd_cert, "Client certificate file for etcd.", nullptr, 0, 0, 0, "", nullptr,
+     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_key", Kind::string, &etcd_key, "Client key file for etcd.", nullptr, 0, 0, 0, "", nullptr,
      PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_node_id_min", Kind::integer, &etcd_node_id_min,
-     "Lowest node id claimed when shardid.node_id is -1.", nullptr, 0, 0, INT_MAX, nullptr, nullptr, PGC_POSTMASTER,
-     coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_node_id_min", Kind::integer, &etcd_node_id_min, "Lowest node id claimed when shardid.node_id is -1.",
+     nullptr, 0, 0, INT_MAX, nullptr, nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_node_id_max", Kind::integer, &etcd_node_id_max,
      "Highest node id claimed when shardid.node_id is -1.",
      "Keep it within the node field of every scheme in use (1023 fits them all).", 1023, 0, INT_MAX, nullptr, nullptr,
@@ -217,8 +217,8 @@ void define_settings()
                                     s.context, s.flags, s.int_check, nullptr, nullptr);
             break;
         case Kind::boolean:
-            DefineCustomBoolVariable(s.name, desc, s.long_desc, static_cast<bool*>(s.variable), s.boot != 0,
-                                     s.context, s.flags, nullptr, nullptr, nullptr);
+            DefineCustomBoolVariable(s.name, desc, s.long_desc, static_cast<bool*>(s.variable), s.boot != 0, s.context,
+                                     s.flags, nullptr, nullptr, nullptr);
             break;
         case Kind::enumeration:
             DefineCustomEnumVariable(s.name, desc, s.long_desc, static_cast<int*>(s.variable), s.boot, s.options,

@@ -45,8 +45,8 @@ namespace shardid::pg {
 struct Slot {
     SlotState state;  // first, so it keeps the slot's 64-byte alignment
     Shape shape;
-    char name[max_name_len + 1];  // the layout that first claimed the slot, for shardid_status()
-    Oid database;     // the database that first claimed it (InvalidOid: restored from the node state)
+    char name[max_name_len + 1];      // the layout that first claimed the slot, for shardid_status()
+    Oid database;                     // the database that first claimed it (InvalidOid: restored from the node state)
     std::atomic<uint64_t> persisted;  // coarse layouts: the persisted per-layout mark (0: none, or retired)
     std::atomic<uint64_t> mark_lsn;   // coarse layouts: the end of the WAL record of that mark (0: none)
 };
@@ -60,10 +60,10 @@ struct Shared {
     // published.
     std::atomic<int> n_used;
     int tranche;
-    bool state_unreadable;               // the state file could not be read: generation refuses
+    bool state_unreadable;                  // the state file could not be read: generation refuses
     std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
-    std::atomic<int64_t> lease_until_ms;  // the persisted mark: every issued tick starts before it
-    std::atomic<int64_t> retired_ms;  // NodeState::retired_ms: coarse shapes without a mark resume after it
+    std::atomic<int64_t> lease_until_ms;    // the persisted mark: every issued tick starts before it
+    std::atomic<int64_t> retired_ms;        // NodeState::retired_ms: coarse shapes without a mark resume after it
     // The mark in etcd that the claim of the node id started above (0: none;
     // src/pg/coord_worker.cpp): every slot, new ones too, resumes above the
     // tick that contains it. Raised under AddinShmemInitLock.
@@ -86,8 +86,8 @@ struct Shared {
     // The node state's counter floors (DecimalId generator ids, call-number
     // run ids, ...), by their index in node_state_fields; other entries unused.
     int64 counter_floors[node_state_field_count];
-    LWLock state_lock;             // see the locking rules above
-    CoordShared coord;             // the node id claimed from etcd (src/pg/coord_shared.hpp)
+    LWLock state_lock;  // see the locking rules above
+    CoordShared coord;  // the node id claimed from etcd (src/pg/coord_shared.hpp)
     Slot slots[max_slots];
     struct {
         Oid database;

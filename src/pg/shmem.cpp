@@ -87,8 +87,8 @@ void attach_locked()
         const int64 now_ms = wall_clock().now_ms();
         for (int i = 0; i < st.n_marks; i++) {
             const LayoutMark& m = st.marks[i];
-            Slot* slot = lease::word_end_ms(m.shape, m.word) <= now_ms ? nullptr
-                                                                : new_slot_locked(m.shape, m.name, InvalidOid);
+            Slot* slot =
+                lease::word_end_ms(m.shape, m.word) <= now_ms ? nullptr : new_slot_locked(m.shape, m.name, InvalidOid);
             if (slot == nullptr) {
                 retire(m.shape, m.word);
                 continue;
@@ -154,7 +154,7 @@ Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot
     const int n_used = shared->n_used.load(std::memory_order_relaxed);  // written under our lock only
     for (int i = 0; i < n_used; i++)
         of_database += OidIsValid(database) && shared->slots[i].database == database;
-    NoSlot no = n_used == max_slots ? NoSlot::node_full
+    NoSlot no = n_used == max_slots                     ? NoSlot::node_full
                 : of_database >= max_slots_per_database ? NoSlot::database_full
                                                         : NoSlot::none;
     if (why != nullptr)
@@ -233,7 +233,6 @@ void raise_claim_floor(int64_t floor_ms)
     }
     LWLockRelease(AddinShmemInitLock);
 }
-
 
 DecimalState* decimal_state(Oid database)
 {

@@ -191,7 +191,8 @@ extern "C" Datum shardid_uuidv7_created_within(PG_FUNCTION_ARGS)
     Status status;
     if (p.empty || !uuidv7_decode(u, 0, &f, &status))
         PG_RETURN_BOOL(false);
-    PG_RETURN_BOOL(range_contains_elem_internal(p.typcache, p.range, TimestampTzGetDatum(timestamptz_of_unix_ms(f.unix_ms))));
+    PG_RETURN_BOOL(
+        range_contains_elem_internal(p.typcache, p.range, TimestampTzGetDatum(timestamptz_of_unix_ms(f.unix_ms))));
 }
 
 namespace {
@@ -236,10 +237,7 @@ T* copy_node(T* node)
     return static_cast<T*>(copyObjectImpl(node));
 }
 
-bool usable_as_bound(Node* arg)
-{
-    return !contain_var_clause(arg) && !contain_volatile_functions(arg);
-}
+bool usable_as_bound(Node* arg) { return !contain_var_clause(arg) && !contain_volatile_functions(arg); }
 
 // The ID range a *_created_within call implies: the ID argument's position,
 // and calls of the bound functions for the first and last ID of its period.

@@ -185,8 +185,8 @@ extern "C" Datum shardid_check_layout(PG_FUNCTION_ARGS)
     char name_z[max_name_len + 1];
     memcpy(name_z, name, len);
     name_z[len] = '\0';
-    (void)user_layout(name_z, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_INTERVAL_P(2), PG_GETARG_INT32(3),
-                      PG_GETARG_INT32(4), PG_GETARG_INT32(5));
+    (void)user_layout(name_z, PG_GETARG_TIMESTAMPTZ(1), PG_GETARG_INTERVAL_P(2), PG_GETARG_INT32(3), PG_GETARG_INT32(4),
+                      PG_GETARG_INT32(5));
     PG_RETURN_VOID();
 }
 
@@ -212,8 +212,8 @@ extern "C" Datum shardid_presets(PG_FUNCTION_ARGS)
 // for every layout create_layout accepts.
 extern "C" Datum shardid_layout_ends_at(PG_FUNCTION_ARGS)
 {
-    const Layout layout = user_layout("ends_at", PG_GETARG_TIMESTAMPTZ(0), PG_GETARG_INTERVAL_P(1),
-                                      PG_GETARG_INT32(2), 0, 1);
+    const Layout layout =
+        user_layout("ends_at", PG_GETARG_TIMESTAMPTZ(0), PG_GETARG_INTERVAL_P(1), PG_GETARG_INT32(2), 0, 1);
     int64 span_ms, end_ms, end_us;
     if (layout.time_bits >= 63 || pg_mul_s64_overflow(layout.unit_ms, int64(1) << layout.time_bits, &span_ms) ||
         pg_add_s64_overflow(layout.epoch_ms, span_ms, &end_ms) || pg_mul_s64_overflow(end_ms, 1000, &end_us) ||

@@ -47,10 +47,7 @@ void desc(StringInfo buf, XLogReaderState* record)
     }
 }
 
-const char* identify(uint8 info)
-{
-    return (info & ~XLR_INFO_MASK) == xlog_node_state ? "NODE_STATE" : nullptr;
-}
+const char* identify(uint8 info) { return (info & ~XLR_INFO_MASK) == xlog_node_state ? "NODE_STATE" : nullptr; }
 
 RmgrData rmgr = {
     "shardid",  // rm_name
@@ -92,11 +89,11 @@ XLogRecPtr wal_log_state(const NodeState& st)
 void refuse_on_standby()
 {
     if (RecoveryInProgress())
-        ereport(ERROR, (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
-                        errmsg("cannot generate shardid IDs on a standby server"),
-                        errdetail("This server is in recovery: it replays the primary's node state and must not "
-                                  "issue IDs of its own."),
-                        errhint("Generate IDs on the primary, or promote this server first.")));
+        ereport(ERROR,
+                (errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION), errmsg("cannot generate shardid IDs on a standby server"),
+                 errdetail("This server is in recovery: it replays the primary's node state and must not "
+                           "issue IDs of its own."),
+                 errhint("Generate IDs on the primary, or promote this server first.")));
 }
 
 }  // namespace shardid::pg

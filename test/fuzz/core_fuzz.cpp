@@ -34,10 +34,10 @@ struct Input {
     }
 };
 
-#define REQUIRE(cond)            \
-    do {                         \
-        if (!(cond))             \
-            __builtin_trap();    \
+#define REQUIRE(cond)                                                                                                  \
+    do {                                                                                                               \
+        if (!(cond))                                                                                                   \
+            __builtin_trap();                                                                                          \
     } while (0)
 
 void fuzz_trace(Input& in)

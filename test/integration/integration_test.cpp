@@ -108,7 +108,8 @@ int64_t scalar(pqxx::connection& c, const std::string& sql)
 void test_concurrent_trace_ids()
 {
     constexpr int connections = 8, batches = 100, batch = 1000;
-    auto ids = in_parallel(connections, [](pqxx::connection& c) { return generate(c, "next_trace_id()", batches, batch); });
+    auto ids =
+        in_parallel(connections, [](pqxx::connection& c) { return generate(c, "next_trace_id()", batches, batch); });
     size_t total = 0;
     for (int i = 0; i < connections; i++) {
         total += ids[i].size();
@@ -150,8 +151,8 @@ void check_concurrent(const std::string& expr, int connections, int batches)
     for (auto& v : ids)
         check(strictly_increasing(v), expr + ": IDs did not increase within a connection");
     const size_t dups = duplicates(ids);
-    std::cout << "  " << expr << ": " << connections * batches * 1000 << " IDs from " << connections
-              << " connections, " << dups << " duplicates" << std::endl;
+    std::cout << "  " << expr << ": " << connections * batches * 1000 << " IDs from " << connections << " connections, "
+              << dups << " duplicates" << std::endl;
     check(dups == 0, expr + ": " + std::to_string(dups) + " duplicates");
 }
 

@@ -18,8 +18,7 @@ TEST(Coord, FenceStopsBeforeTheLeaseCanExpire)
         EXPECT_GE(coord::fence_margin_ms(ttl), ttl / 5);
         // A keepalive every third of the TTL, each bounded by a timeout,
         // renews the fence before it passes.
-        EXPECT_LT(coord::keepalive_every_ms(ttl) + coord::request_timeout_ms(ttl),
-                  coord::fence_deadline_ms(0, ttl))
+        EXPECT_LT(coord::keepalive_every_ms(ttl) + coord::request_timeout_ms(ttl), coord::fence_deadline_ms(0, ttl))
             << ttl;
     }
 }
@@ -85,8 +84,8 @@ TEST(Coord, CountsAreDigitsOnly)
     EXPECT_EQ(v, 0);
     EXPECT_TRUE(coord::parse_count("9223372036854775807", &v));
     EXPECT_EQ(v, INT64_MAX);
-    for (const char* bad : {"", "-1", "+1", " 1", "1 ", "1e3", "banana", "9223372036854775808", "99999999999999999999",
-                            "0x10", "1.5"})
+    for (const char* bad :
+         {"", "-1", "+1", " 1", "1 ", "1e3", "banana", "9223372036854775808", "99999999999999999999", "0x10", "1.5"})
         EXPECT_FALSE(coord::parse_count(bad, &v)) << bad;
 }
 
@@ -117,7 +116,8 @@ TEST(Coord, Endpoints)
 
 TEST(Etcd, Base64RoundTrip)
 {
-    for (const std::string& s : std::vector<std::string>{"", "a", "ab", "abc", "abcd", "/shardid/node/7", std::string("\0\xff\x10", 3)}) {
+    for (const std::string& s :
+         std::vector<std::string>{"", "a", "ab", "abc", "abcd", "/shardid/node/7", std::string("\0\xff\x10", 3)}) {
         std::string back;
         ASSERT_TRUE(etcd::base64_decode(etcd::base64_encode(s), &back));
         EXPECT_EQ(back, s);
@@ -145,8 +145,8 @@ TEST(Etcd, DecodesWhatTheGatewaySends)
     EXPECT_FALSE(alive);  // etcd no longer knows the lease
 
     etcd::Txn t;
-    ASSERT_TRUE(etcd::decode_txn(R"({"header":{},"succeeded":true,"responses":[{"response_put":{"header":{}}}]})", &t,
-                                 &why));
+    ASSERT_TRUE(
+        etcd::decode_txn(R"({"header":{},"succeeded":true,"responses":[{"response_put":{"header":{}}}]})", &t, &why));
     EXPECT_TRUE(t.succeeded);
     ASSERT_TRUE(etcd::decode_txn(
         R"({"header":{},"responses":[{"response_range":{"header":{},"kvs":[{"key":"L3gvbm9kZS8x","create_revision":"2","mod_revision":"3","version":"1","value":"aGk=","lease":"77"}],"count":"1"}}]})",
@@ -201,7 +201,8 @@ TEST(Etcd, RefusesWhatTheApiDoesNotPromise)
     std::string why;
     etcd::Txn t;
     EXPECT_FALSE(etcd::decode_txn(R"({"header":{},"responses":{}})", &t, &why));
-    EXPECT_FALSE(etcd::decode_txn(R"({"header":{},"responses":[{"response_range":{"kvs":[{"key":"%%"}]}}]})", &t, &why));
+    EXPECT_FALSE(
+        etcd::decode_txn(R"({"header":{},"responses":[{"response_range":{"kvs":[{"key":"%%"}]}}]})", &t, &why));
     etcd::Grant g;
     EXPECT_FALSE(etcd::decode_grant("<html><body>502 Bad Gateway</body></html>", &g, &why));
     EXPECT_EQ(why, "the answer is not JSON: \"<html><body>502 Bad Gateway</body></html>\"");
@@ -209,11 +210,9 @@ TEST(Etcd, RefusesWhatTheApiDoesNotPromise)
 
 TEST(Etcd, EncodesTransactions)
 {
-    const std::string body =
-        etcd::encode_txn({{etcd::Compare::Target::create, "/p/node/1", 0, ""}}, {{true, "/p/node/1", "v", "42"}},
-                         {{false, "/p/node/1", "", ""}});
-    EXPECT_EQ(body,
-              R"({"compare":[{"create_revision":"0","key":"L3Avbm9kZS8x","result":"EQUAL","target":"CREATE"}],)"
-              R"("failure":[{"request_range":{"key":"L3Avbm9kZS8x"}}],)"
-              R"("success":[{"request_put":{"key":"L3Avbm9kZS8x","lease":"42","value":"dg=="}}]})");
+    const std::string body = etcd::encode_txn({{etcd::Compare::Target::create, "/p/node/1", 0, ""}},
+                                              {{true, "/p/node/1", "v", "42"}}, {{false, "/p/node/1", "", ""}});
+    EXPECT_EQ(body, R"({"compare":[{"create_revision":"0","key":"L3Avbm9kZS8x","result":"EQUAL","target":"CREATE"}],)"
+                    R"("failure":[{"request_range":{"key":"L3Avbm9kZS8x"}}],)"
+                    R"("success":[{"request_put":{"key":"L3Avbm9kZS8x","lease":"42","value":"dg=="}}]})");
 }

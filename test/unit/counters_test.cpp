@@ -185,8 +185,7 @@ TEST(DecimalId, SpecExample)
     EXPECT_EQ(p.generator_id, 92);
     EXPECT_EQ(p.launch_id, 65);
     EXPECT_EQ(decimal_compose(1415, 92, 65), 14150009200065);
-    EXPECT_EQ(decimal_compose(decimal_counter_max, decimal_generator_max, decimal_launch_max),
-              9223372029999999999);
+    EXPECT_EQ(decimal_compose(decimal_counter_max, decimal_generator_max, decimal_launch_max), 9223372029999999999);
     ASSERT_TRUE(decimal_decode(9223372029999999999, &p, &st));
     EXPECT_FALSE(decimal_decode(9223372030000000000, &p, &st)) << "counter 922,337,203";
     EXPECT_EQ(st.error, Error::invalid_parameter);

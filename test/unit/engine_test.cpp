@@ -16,7 +16,6 @@ using namespace shardid;
 
 namespace {
 
-
 // A small millisecond layout whose sequence runs out quickly.
 constexpr Layout tiny = Layout::named("tiny").epoch(1000).unit(1).time(20).shard(4).sequence(3);
 
@@ -332,7 +331,8 @@ TEST(EngineThreads, ContendingThreadsNeverCollide)
             return true;
         }
     };
-    constexpr Layout busy = Layout::named("busy").epoch(0).unit(1).time(44).shard(4).sequence(10);  // 1,024 per ms: waits happen
+    constexpr Layout busy =
+        Layout::named("busy").epoch(0).unit(1).time(44).shard(4).sequence(10);  // 1,024 per ms: waits happen
     constexpr int threads = 4, per_thread = 50000;
     std::vector<std::vector<uint64_t>> out(threads);
     std::vector<std::thread> pool;

@@ -24,11 +24,11 @@ constexpr Layout hourly = Layout::named("hourly").epoch(1577836800000).unit(3600
 // One node: its slot in memory, and its durable marks (the state file).
 struct Node {
     SlotState slot{};
-    int64_t until_ms = 0;        // the durable time mark
-    uint64_t word_mark = 0;      // the durable mark of a coarse layout
-    int renewals = 0;            // durable writes
-    int waited = 0;              // renewals a generator had to wait for
-    bool lock_free = true;       // early renewals find the state lock free
+    int64_t until_ms = 0;    // the durable time mark
+    uint64_t word_mark = 0;  // the durable mark of a coarse layout
+    int renewals = 0;        // durable writes
+    int waited = 0;          // renewals a generator had to wait for
+    bool lock_free = true;   // early renewals find the state lock free
 
     void renew(Renewal r, bool* done)
     {

@@ -66,7 +66,7 @@ TEST(NodeState, RoundTripsTheExtremesOfEveryField)
     for (int i = 0; i < NodeState::max_marks; i++) {
         LayoutMark& m = st.marks[st.n_marks++];
         std::memset(m.name, 'a' + i % 26, max_name_len);  // the longest names
-        m.name[0] = char(0x80 + i % 64);                     // escaped first bytes
+        m.name[0] = char(0x80 + i % 64);                  // escaped first bytes
         m.shape.epoch_ms = i % 2 ? INT64_MIN : INT64_MAX;
         m.shape.unit_ms = i % 2 ? INT64_MAX : INT64_MIN;
         m.shape.time_bits = uint8_t(255 - i);
@@ -106,13 +106,13 @@ TEST(NodeState, SkipsLinesItDoesNotKnowAndRefusesMalformedOnes)
         EXPECT_TRUE(back == st) << later;
     }
     // Lines that are not lines of the format, or known lines that do not parse.
-    for (const char* bad : {"Mark 5\n", "mark 5\n", "9lives 1\n", "layout hourly 1 2\n", "generator\n",
-                            "run 1x\n", "retired 01\n", "no newline"})
+    for (const char* bad : {"Mark 5\n", "mark 5\n", "9lives 1\n", "layout hourly 1 2\n", "generator\n", "run 1x\n",
+                            "retired 01\n", "no newline"})
         EXPECT_FALSE(parse(text + bad, &back)) << bad;
     EXPECT_TRUE(back == NodeState{});
     // A known value out of its range.
     EXPECT_FALSE(parse("shardid node state v3\nmark 9223372036854775808\n", &back));
-    EXPECT_FALSE(parse("shardid node state v3\nmark 1\nlayout x 0 1 2 3 4 0 2 5\n", &back));  // wraps is 0 or 1
+    EXPECT_FALSE(parse("shardid node state v3\nmark 1\nlayout x 0 1 2 3 4 0 2 5\n", &back));     // wraps is 0 or 1
     EXPECT_FALSE(parse("shardid node state v3\nmark 1\nlayout x%41 0 1 2 3 4 0 0 5\n", &back));  // 'A' needs no %
     EXPECT_FALSE(parse("shardid node state v3\nmark 1\nlayout x%0 0 1 2 3 4 0 0 5\n", &back));
     // No mark, a NUL byte, a version from the future.

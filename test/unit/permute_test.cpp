@@ -21,24 +21,43 @@ uint64_t reference_siphash(uint64_t k0, uint64_t k1, const uint8_t* m, size_t le
     uint64_t v0 = 0x736f6d6570736575ull ^ k0, v1 = 0x646f72616e646f6dull ^ k1;
     uint64_t v2 = 0x6c7967656e657261ull ^ k0, v3 = 0x7465646279746573ull ^ k1;
     auto round = [&] {
-        v0 += v1; v1 = rotl(v1, 13); v1 ^= v0; v0 = rotl(v0, 32);
-        v2 += v3; v3 = rotl(v3, 16); v3 ^= v2;
-        v0 += v3; v3 = rotl(v3, 21); v3 ^= v0;
-        v2 += v1; v1 = rotl(v1, 17); v1 ^= v2; v2 = rotl(v2, 32);
+        v0 += v1;
+        v1 = rotl(v1, 13);
+        v1 ^= v0;
+        v0 = rotl(v0, 32);
+        v2 += v3;
+        v3 = rotl(v3, 16);
+        v3 ^= v2;
+        v0 += v3;
+        v3 = rotl(v3, 21);
+        v3 ^= v0;
+        v2 += v1;
+        v1 = rotl(v1, 17);
+        v1 ^= v2;
+        v2 = rotl(v2, 32);
     };
     size_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t w = 0;
         for (int b = 7; b >= 0; b--)
             w = (w << 8) | m[i + b];
-        v3 ^= w; round(); round(); v0 ^= w;
+        v3 ^= w;
+        round();
+        round();
+        v0 ^= w;
     }
     uint64_t last = uint64_t(len & 0xff) << 56;
     for (size_t b = 0; i + b < len; b++)
         last |= uint64_t(m[i + b]) << (8 * b);
-    v3 ^= last; round(); round(); v0 ^= last;
+    v3 ^= last;
+    round();
+    round();
+    v0 ^= last;
     v2 ^= 0xff;
-    round(); round(); round(); round();
+    round();
+    round();
+    round();
+    round();
     return v0 ^ v1 ^ v2 ^ v3;
 }
 
