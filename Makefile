@@ -63,7 +63,7 @@ endif
 # PostgreSQL's TAP framework (PostgreSQL::Test::Cluster): failover and
 # replication scenarios on real servers. `make tapcheck`, as a user
 # PostgreSQL accepts (not root); scripts/test.sh runs it.
-PROVE_TESTS = test/tap/*.pl
+PROVE_TESTS = $(shell awk '$$1 == "tap" {print $$2}' test/suites.list)
 PROVE_FLAGS = --verbose
 tapcheck:
 	$(prove_installcheck)
@@ -78,7 +78,9 @@ dist:
 
 # --- C++ tests of the pure core (no PostgreSQL needed) ---
 CORE_SRCS = $(CORE_OBJS:.o=.cpp)
-UNIT_SRCS = $(wildcard test/unit/*.cpp)
+# The suites' files come from test/suites.list, the one list of them.
+suite_files = $(wildcard $(shell awk '$$1 == "$(1)" {print $$2}' $(srcdir)/test/suites.list))
+UNIT_SRCS = $(call suite_files,unit)
 TEST_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread
 
 build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
@@ -95,15 +97,15 @@ unit: build/unit_tests build/unit_tests_san
 .PHONY: unit
 
 # --- integration tests against real servers (libpqxx 6) ---
-build/integration_tests: $(wildcard test/integration/*.cpp)
+build/integration_tests: $(call suite_files,integration)
 	@mkdir -p build
 	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^ -lpqxx -lpq
 
 # --- libFuzzer over the core (clang, with ASan and UBSan) ---
-build/core_fuzz: $(CORE_SRCS) $(wildcard test/fuzz/*.cpp) $(wildcard src/core/*.hpp)
+build/core_fuzz: $(CORE_SRCS) $(call suite_files,fuzz) $(wildcard src/core/*.hpp)
 	@mkdir -p build
 	clang++ -std=c++17 -O1 -g -I$(srcdir)/src -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-		-o $@ $(CORE_SRCS) $(wildcard test/fuzz/*.cpp)
+		-o $@ $(CORE_SRCS) $(call suite_files,fuzz)
 
 # FUZZ_SECONDS bounds the run in the test suite.
 FUZZ_SECONDS ?= 20

@@ -37,7 +37,7 @@ pg_tmpdir() {
 ensure_deps() {
     local missing=() want
     for want in \
-        "/usr/bin/g++:g++" "/usr/bin/make:make" "/usr/bin/clang++:clang" \
+        "/usr/bin/g++:g++" "/usr/bin/make:make" "/usr/bin/clang++:clang" "/usr/bin/clang-format:clang-format" \
         "$PG_BIN/postgres:postgresql-$PG_MAJOR" \
         "/usr/include/postgresql/$PG_MAJOR/server/postgres.h:postgresql-server-dev-$PG_MAJOR" \
         "/usr/include/pqxx/pqxx:libpqxx-dev" \

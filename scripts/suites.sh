@@ -3,6 +3,15 @@
 # other versions, inside their Debian roots). Source it after scripts/lib.sh.
 # Every counted suite is named with its PostgreSQL version.
 
+# suite_files KIND: the files test/suites.list gives that kind, in its order.
+suite_files() {
+    local kind glob f
+    while read -r kind glob _; do
+        [ "$kind" = "$1" ] || continue
+        for f in $glob; do [ -e "$f" ] && echo "$f"; done
+    done < <(grep -vE '^\s*(#|$)' test/suites.list)
+}
+
 passed=0
 failed=0
 failures=()
@@ -148,7 +157,7 @@ run_integration() {
         if cluster_init "$dir" "${conf[@]}" && cluster_start "$dir" "$port"; then
             out=$(SHARDID_TEST_DSN="host=$dir port=$port user=postgres dbname=postgres" build/integration_tests 2>&1)
             rc=$?
-            for scenario in test/scenarios/*.sh; do
+            for scenario in $(suite_files scenario); do
                 out+=$'\n'$(SHARDID_TEST_HOST=$dir SHARDID_TEST_PORT=$port bash "$scenario" 2>&1) || rc=1
             done
             count_lines "$out"

@@ -79,16 +79,13 @@ else
     record "benchmark ($PGV, smoke)" 0 1
 fi
 
-# --- faults on real servers (restarts, crashes, clock steps) and several ---
-# --- nodes joined by logical replication -----------------------------------
-for script in test/faults/*.sh test/hostile/*.sh test/multinode/*.sh test/cluster/*.sh test/random/*.sh test/uuidv7/order.sh test/coord/etcd.sh test/coord/patroni.sh test/docs/*.sh; do
+# --- every script suite of test/suites.list, in its order: the structure ---
+# --- check, faults on real servers (restarts, crashes, clock steps), ------
+# --- several nodes, etcd and Patroni, the docs, one version truth ---------
+for script in $(suite_files script); do
     out=$(bash "$script" 2>&1)
     record_script "$(basename "$(dirname "$script")") ($PGV, $(basename "$script" .sh))" "$out" $?
 done
-
-# --- one version truth: control file, META.json, debian/changelog, ... -----
-out=$(bash test/versions/truth.sh 2>&1)
-record_script "version (one truth)" "$out" $?
 
 # --- PostgreSQL 17 and 18, and the Debian package of each version ----------
 # Each runs in a Debian root of the release that ships it (scripts/roots.sh,

@@ -14,7 +14,6 @@
 #include <csignal>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 #include <map>
 #include <string>
 
@@ -25,6 +24,7 @@
 #include "etcd/client.hpp"
 #include "pg/coord_claim.hpp"
 #include "pg/coord_worker.hpp"
+#include "pg/etcd_settings.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared.hpp"
 
@@ -450,35 +450,12 @@ void Worker::run()
     set_state("stopped");
 }
 
-// Reads the settings into a client configuration; false with a reason.
-bool worker_config(etcd::Config* config, std::string* why)
-{
-    if (!coord::parse_endpoints(etcd_endpoints ? etcd_endpoints : "", &config->endpoints, why)) {
-        *why = "shardid.etcd_endpoints is not usable: " + *why;
-        return false;
-    }
-    config->user = etcd_user ? etcd_user : "";
-    if (!config->user.empty()) {
-        std::ifstream in(etcd_password_file ? etcd_password_file : "");
-        if (!in || !std::getline(in, config->password)) {
-            *why = std::string("could not read the password file \"") + (etcd_password_file ? etcd_password_file : "") +
-                   "\" (shardid.etcd_password_file)";
-            return false;
-        }
-    }
-    config->cacert = etcd_cacert ? etcd_cacert : "";
-    config->cert = etcd_cert ? etcd_cert : "";
-    config->key = etcd_key ? etcd_key : "";
-    config->timeout_ms = coord::request_timeout_ms(int64_t(etcd_lease_ttl_s) * 1000);
-    return true;
-}
-
 void worker_main()
 {
     etcd::Config config;
     std::string why;
     try {
-        while (!worker_config(&config, &why)) {
+        while (!etcd_client_config(&config, &why)) {
             CoordShared& c = coord_shared();
             SpinLockAcquire(&c.mutex);
             strlcpy(c.last_error, why.c_str(), sizeof c.last_error);

@@ -5,6 +5,7 @@
 // maximum, so a range the core defines is written once.
 #include <climits>
 #include <cstdio>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/uuidv7.hpp"
+#include "pg/etcd_settings.hpp"
 #include "pg/pg.hpp"
 #include "pg/settings.hpp"
 
@@ -231,6 +233,29 @@ void define_settings()
         }
     }
     MarkGUCPrefixReserved("shardid");
+}
+
+// The etcd client's configuration, from the shardid.etcd_* settings.
+bool etcd_client_config(etcd::Config* config, std::string* why)
+{
+    if (!coord::parse_endpoints(etcd_endpoints ? etcd_endpoints : "", &config->endpoints, why)) {
+        *why = "shardid.etcd_endpoints is not usable: " + *why;
+        return false;
+    }
+    config->user = etcd_user ? etcd_user : "";
+    if (!config->user.empty()) {
+        std::ifstream in(etcd_password_file ? etcd_password_file : "");
+        if (!in || !std::getline(in, config->password)) {
+            *why = std::string("could not read the password file \"") + (etcd_password_file ? etcd_password_file : "") +
+                   "\" (shardid.etcd_password_file)";
+            return false;
+        }
+    }
+    config->cacert = etcd_cacert ? etcd_cacert : "";
+    config->cert = etcd_cert ? etcd_cert : "";
+    config->key = etcd_key ? etcd_key : "";
+    config->timeout_ms = coord::request_timeout_ms(int64_t(etcd_lease_ttl_s) * 1000);
+    return true;
 }
 
 }  // namespace shardid::pg

@@ -1,0 +1,258 @@
+#!/usr/bin/env python3
+"""The house's rules, checked on the tree (test/structure/check.sh runs it):
+
+  rooms     every source file of src/ belongs to one room; a file includes
+            headers of its own room or of a room below (no reaching up);
+            the pure core includes no PostgreSQL, network or glue header;
+  loops     no header includes, directly or not, a header that includes it;
+  size      no source file of src/ over 500 lines;
+  suites    every file under test/ is covered by a line of test/suites.list
+            (none runs silently skipped), every line covers a file, and
+            docs/testing.md names every suite folder;
+  settings  every setting of src/pg/settings.cpp's table is in README.md's
+            settings table, and every setting there is in the table;
+  format    src/ and the C++ tests are as .clang-format formats them.
+
+`check.py ROOT` prints PASS/FAIL lines; `check.py --self-test ROOT` plants
+one defect of each kind in a copy of the tree and checks that it is caught.
+"""
+import fnmatch
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+# Rooms, lowest first: (name, rank, files as globs relative to src/).
+ROOMS = [
+    ("core", 0, ["core/*"]),
+    ("etcd client", 1, ["etcd/*"]),
+    ("glue base", 2, ["pg/pg.hpp", "pg/guard.*", "pg/timeconv.*", "pg/row.*", "pg/catalog.*", "pg/settings.*",
+                      "pg/etcd_settings.hpp"]),
+    ("node state", 3, ["pg/state_file.*", "pg/wal.*", "pg/shmem.*", "pg/shared.hpp", "pg/persist.cpp",
+                       "pg/coord_shared.hpp"]),
+    ("node-id sources", 4, ["pg/node_source.*", "pg/coord_claim.*"]),
+    ("generation", 5, ["pg/generate.*"]),
+    ("layouts", 5, ["pg/layouts.*"]),
+    ("SQL functions and processes", 6, ["pg/*"]),
+]
+MAX_LINES = 500
+INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
+# What the pure core may include besides itself: the C++ standard library
+# and nlohmann::json (header-only text).
+CORE_SYSTEM_OK = re.compile(r"^(nlohmann/json\.hpp|[a-z_]+|[a-z_]+\.h)$")
+CORE_SYSTEM_BANNED = {"curl/curl.h", "unistd.h", "sys/socket.h", "netinet/in.h", "arpa/inet.h", "netdb.h"}
+
+
+def room_of(rel):
+    for name, rank, globs in ROOMS:
+        if any(fnmatch.fnmatch(rel, g) for g in globs):
+            return name, rank
+    return None, None
+
+
+def sources(root):
+    out = []
+    for path in sorted(glob.glob(os.path.join(root, "src", "*", "*"))):
+        if path.endswith((".cpp", ".hpp")):
+            out.append(os.path.relpath(path, os.path.join(root, "src")))
+    return out
+
+
+def includes(root, rel):
+    with open(os.path.join(root, "src", rel), encoding="utf-8") as f:
+        return INCLUDE.findall(f.read())
+
+
+def check_rooms(root):
+    fails = []
+    for rel in sources(root):
+        name, rank = room_of(rel)
+        if name is None:
+            fails.append(f"src/{rel} belongs to no room (test/structure/check.py ROOMS)")
+            continue
+        for kind, inc in includes(root, rel):
+            if kind == '"' and os.path.exists(os.path.join(root, "src", inc)):
+                tname, trank = room_of(inc)
+                if tname != name and trank >= rank:
+                    fails.append(f"src/{rel} ({name}) includes {inc} ({tname}): a room includes only rooms below it")
+            elif rel.startswith(("core/", "etcd/")) and kind == '"':
+                fails.append(f"src/{rel} includes \"{inc}\", which is not shardid's own header")
+            if rel.startswith("core/") and kind == "<" and (inc in CORE_SYSTEM_BANNED or not CORE_SYSTEM_OK.match(inc)):
+                fails.append(f"src/{rel} (the pure core) includes <{inc}>")
+    return fails
+
+
+def check_loops(root):
+    graph = {}
+    for rel in sources(root):
+        if rel.endswith(".hpp"):
+            graph[rel] = [inc for kind, inc in includes(root, rel)
+                          if kind == '"' and inc.endswith(".hpp") and os.path.exists(os.path.join(root, "src", inc))]
+    fails, state = [], {}
+
+    def visit(node, path):
+        state[node] = "open"
+        for nxt in graph.get(node, []):
+            if state.get(nxt) == "open":
+                loop = path[path.index(nxt):] + [nxt]
+                fails.append("header loop: " + " -> ".join(loop))
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    return fails
+
+
+def check_size(root):
+    fails = []
+    for rel in sources(root):
+        with open(os.path.join(root, "src", rel), encoding="utf-8") as f:
+            n = sum(1 for _ in f)
+        if n > MAX_LINES:
+            fails.append(f"src/{rel} has {n} lines (at most {MAX_LINES}): split it by job")
+    return fails
+
+
+def suite_lines(root):
+    lines = []
+    with open(os.path.join(root, "test", "suites.list"), encoding="utf-8") as f:
+        for line in f:
+            line = line.split("#", 1)[0].split()
+            if line:
+                lines.append((line[0], line[1]))
+    return lines
+
+
+def check_suites(root):
+    fails = []
+    lines = suite_lines(root)
+    kinds = {"script", "scenario", "tap", "unit", "fuzz", "integration", "regress", "helper"}
+    for kind, pattern in lines:
+        if kind not in kinds:
+            fails.append(f"test/suites.list: unknown kind \"{kind}\" for {pattern}")
+        if not glob.glob(os.path.join(root, pattern)):
+            fails.append(f"test/suites.list: {pattern} matches no file")
+    for dirpath, _, files in os.walk(os.path.join(root, "test")):
+        for f in files:
+            rel = os.path.relpath(os.path.join(dirpath, f), root)
+            if f.endswith((".pyc", ".o")) or "__pycache__" in rel:
+                continue
+            if not any(fnmatch.fnmatch(rel, p) for _, p in lines):
+                fails.append(f"{rel} is in no line of test/suites.list: it would never run")
+    with open(os.path.join(root, "docs", "testing.md"), encoding="utf-8") as f:
+        testing = f.read()
+    for kind, pattern in lines:
+        if kind == "helper":
+            continue
+        folder = os.path.dirname(pattern)
+        if folder not in testing:
+            fails.append(f"docs/testing.md does not name {folder} ({pattern})")
+    return fails
+
+
+def check_settings(root):
+    with open(os.path.join(root, "src", "pg", "settings.cpp"), encoding="utf-8") as f:
+        code = set(re.findall(r'^\s*\{"(shardid\.[a-z_0-9]+)"', f.read(), re.M))
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        readme = set(re.findall(r"^\| `(shardid\.[a-z_0-9]+)` \|", f.read(), re.M))
+    fails = []
+    if not code:
+        fails.append("src/pg/settings.cpp: no setting found in its table")
+    fails += [f"README.md's settings table lacks {s}" for s in sorted(code - readme)]
+    fails += [f"README.md's settings table lists {s}, which the code does not define" for s in sorted(readme - code)]
+    return fails
+
+
+def cpp_files(root):
+    files = sources(root)
+    out = [os.path.join("src", f) for f in files]
+    for pattern in ("test/unit/*.cpp", "test/unit/*.hpp", "test/fuzz/*.cpp", "test/integration/*.cpp", "bench/*.cpp"):
+        out += sorted(os.path.relpath(p, root) for p in glob.glob(os.path.join(root, pattern)))
+    return out
+
+
+def check_format(root):
+    try:
+        r = subprocess.run(["clang-format", "--dry-run", "-Werror", "--style=file"] + cpp_files(root), cwd=root,
+                           capture_output=True, text=True)
+    except FileNotFoundError:
+        return ["clang-format is not installed (Debian package clang-format)"]
+    if r.returncode == 0:
+        return []
+    files = sorted(set(re.findall(r"^([^\s:]+\.(?:cpp|hpp)):\d+:\d+: (?:error|warning)", r.stderr, re.M)))
+    return [f"{f} is not formatted: run clang-format -i {f}" for f in files] or [r.stderr.strip()[:400]]
+
+
+CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("suites", check_suites),
+          ("settings", check_settings), ("format", check_format)]
+
+
+def run(root):
+    bad = 0
+    for name, fn in CHECKS:
+        fails = fn(root)
+        if fails:
+            bad += 1
+            for f in fails:
+                print(f"FAIL structure {name}: {f}")
+        else:
+            print(f"PASS structure {name}")
+    return bad
+
+
+def plant(root, name):
+    """Plants one defect of kind `name` in the copy at root."""
+    def append(rel, text):
+        with open(os.path.join(root, rel), "a", encoding="utf-8") as f:
+            f.write(text)
+    if name == "rooms":
+        append("src/pg/generate.cpp", '#include "pg/layouts.hpp"\n')
+    elif name == "loops":
+        append("src/pg/row.hpp", '#include "pg/guard.hpp"\n')
+        append("src/pg/guard.hpp", '#include "pg/row.hpp"\n')
+    elif name == "size":
+        append("src/pg/trace.cpp", "// padding\n" * MAX_LINES)
+    elif name == "suites":
+        os.makedirs(os.path.join(root, "test", "newsuite"))
+        append("test/newsuite/run.sh", "echo PASS new\n")
+    elif name == "settings":
+        path = os.path.join(root, "README.md")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(re.sub(r"^\| `shardid\.etcd_prefix` \|.*\n", "", text, flags=re.M))
+    elif name == "format":
+        append("src/pg/trace.cpp", "int   badly_formatted ( ) {return 0 ;}\n")
+
+
+def self_test(root):
+    bad = 0
+    for name, fn in CHECKS:
+        with tempfile.TemporaryDirectory() as tmp:
+            for part in ("src", "test", "docs", "bench"):
+                shutil.copytree(os.path.join(root, part), os.path.join(tmp, part),
+                                ignore=shutil.ignore_patterns("*.o", "__pycache__"))
+            for part in ("README.md", ".clang-format"):
+                shutil.copy(os.path.join(root, part), tmp)
+            clean = fn(tmp)
+            plant(tmp, name)
+            caught = fn(tmp)
+        if not clean and caught:
+            print(f"PASS structure {name} catches a planted defect ({caught[0]})")
+        else:
+            bad += 1
+            print(f"FAIL structure {name}: the planted defect was not caught (clean run: {clean[:1]})")
+    return bad
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    selftest = bool(args) and args[0] == "--self-test"
+    root = os.path.abspath((args[1:] if selftest else args or ["."])[0])
+    sys.exit(1 if (self_test(root) if selftest else run(root)) else 0)
