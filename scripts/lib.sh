@@ -20,8 +20,23 @@ check() {  # NAME EXPECTED ACTUAL
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # PostgreSQL refuses to run as root: as root, run servers as the postgres
-# OS user; as anyone else, as ourselves.
-as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+# OS user; as anyone else, as ourselves. A checkout often lies where the
+# postgres user cannot enter (/root/src, a 0700 home): then the command
+# starts in / instead, since programs that look at their working directory
+# (Patroni's Python workers, for one) fail in one they cannot enter. The
+# suites give such commands absolute paths.
+as_pg() {
+    if [ "$(id -u)" != 0 ]; then "$@"; return; fi
+    if [ "${_as_pg_dir:-}" != "$PWD" ]; then
+        _as_pg_dir=$PWD
+        _as_pg_enter=$(runuser -u postgres -- test -x "$PWD" -a -r "$PWD" && echo yes || echo no)
+    fi
+    if [ "$_as_pg_enter" = yes ]; then
+        runuser -u postgres -- "$@"
+    else
+        (cd / && runuser -u postgres -- "$@")
+    fi
+}
 
 # A fresh temporary directory the server's user can write to.
 pg_tmpdir() {
