@@ -83,14 +83,30 @@ struct NodeStateField {
     NodeStateFieldKind kind;
     const char* description;  // for people: "<description> <value><unit>"
     const char* unit;
+    // Counter floors: what the counter hands out, in messages. Each is also
+    // handed out cluster-wide by etcd (key <prefix>/counter/<keyword>) when
+    // node ids come from there.
+    const char* counts = nullptr;
 };
 inline constexpr NodeStateField node_state_fields[] = {
     {"mark", &NodeState::mark_ms, 2, true, NodeStateFieldKind::time_mark, "high-water mark", " (Unix ms)"},
     {"retired", &NodeState::retired_ms, 3, false, NodeStateFieldKind::retired_floor, "retired marks end by", ""},
-    {"generator", &NodeState::generator_floor, 2, false, NodeStateFieldKind::counter_floor, "generator id floor", ""},
-    {"run", &NodeState::run_floor, 2, false, NodeStateFieldKind::counter_floor, "run id floor", ""},
+    {"generator", &NodeState::generator_floor, 2, false, NodeStateFieldKind::counter_floor, "generator id floor", "",
+     "DecimalId generator id"},
+    {"run", &NodeState::run_floor, 2, false, NodeStateFieldKind::counter_floor, "run id floor", "",
+     "call-number run id"},
 };
 constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);
+
+// Every counter floor says what it counts (messages, etcd's counters).
+constexpr bool counter_floors_named()
+{
+    for (const NodeStateField& f : node_state_fields)
+        if (f.kind == NodeStateFieldKind::counter_floor && f.counts == nullptr)
+            return false;
+    return true;
+}
+static_assert(counter_floors_named(), "a counter floor of node_state_fields needs its `counts`");
 
 // The index of a field in the table, by keyword (-1: none).
 constexpr int node_state_field(const char* keyword)

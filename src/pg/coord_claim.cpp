@@ -147,7 +147,7 @@ public:
     {
         attach_if_needed();
         CoordShared& c = coord_shared();
-        const int k = coord_counter_index(which);
+        const int k = int(which);
         const TimestampTz since = GetCurrentTimestamp();
         const char* message = psprintf("no %s could be taken from etcd", node_counter_name(which));
         for (;;) {

@@ -13,7 +13,4 @@ namespace shardid::pg {
 // The claim's part of the attached shared struct.
 CoordShared& coord_shared();
 
-// The index of a node counter among those etcd hands out.
-constexpr int coord_counter_index(NodeCounter which) { return which == NodeCounter::generator ? 0 : 1; }
-
 }  // namespace shardid::pg

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <ctime>
 
+#include "core/node_state.hpp"
 #include "pg/pg.hpp"
 
 extern "C" {
@@ -24,18 +25,18 @@ extern "C" {
 
 namespace shardid::pg {
 
-// Node counters etcd hands out (NodeCounter, src/pg/shmem.hpp), by index.
-constexpr int coord_counters = 2;
-
 struct CoordShared {
-    std::atomic<int> held;                               // the node id held, -1: none
-    std::atomic<uint64_t> generation;                    // changes whenever the claim does (never 0)
-    std::atomic<int64_t> fence_ms;                       // fence-clock ms (fence_clock_ms()): IDs only before it
-    std::atomic<int64_t> window_end_ms;                  // wall ms: IDs only in ticks starting before it
-    std::atomic<int64_t> floor_ms;                       // the mark found at the claim: IDs above it
-    std::atomic<int64_t> need_ms;                        // the latest tick a generator found outside the window
-    std::atomic<int64_t> counter_ready[coord_counters];  // a value taken from etcd for a backend, -1: none
-    std::atomic<int> counter_want[coord_counters];
+    std::atomic<int> held;               // the node id held, -1: none
+    std::atomic<uint64_t> generation;    // changes whenever the claim does (never 0)
+    std::atomic<int64_t> fence_ms;       // fence-clock ms (fence_clock_ms()): IDs only before it
+    std::atomic<int64_t> window_end_ms;  // wall ms: IDs only in ticks starting before it
+    std::atomic<int64_t> floor_ms;       // the mark found at the claim: IDs above it
+    std::atomic<int64_t> need_ms;        // the latest tick a generator found outside the window
+    // Per counter floor of the node state (NodeCounter, by its index in
+    // node_state_fields; other entries unused): a value taken from etcd for
+    // a backend (-1: none), and whether a backend wants one.
+    std::atomic<int64_t> counter_ready[node_state_field_count];
+    std::atomic<int> counter_want[node_state_field_count];
     std::atomic<Latch*> worker_latch;
     ConditionVariable changed;  // broadcast on a new claim and a counter value
     slock_t mutex;              // guards the fields below

@@ -356,8 +356,10 @@ void Worker::renew_window()
 void Worker::serve_counters()
 {
     CoordShared& c = coord_shared();
-    for (NodeCounter which : {NodeCounter::generator, NodeCounter::run}) {
-        const int k = coord_counter_index(which);
+    for (int k = 0; k < node_state_field_count; k++) {
+        if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)
+            continue;
+        const NodeCounter which = NodeCounter(k);
         if (c.counter_want[k].load() == 0 || c.counter_ready[k].load() >= 0)
             continue;
         const std::string key = coord::counter_key(prefix_, node_state_fields[int(which)].keyword);

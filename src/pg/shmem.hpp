@@ -78,10 +78,7 @@ constexpr bool is_counter_floor(NodeCounter c)
 static_assert(is_counter_floor(NodeCounter::generator) && is_counter_floor(NodeCounter::run),
               "every NodeCounter is a counter floor of the node state");
 // What people call it, in messages.
-constexpr const char* node_counter_name(NodeCounter which)
-{
-    return which == NodeCounter::generator ? "DecimalId generator id" : "call-number run id";
-}
+constexpr const char* node_counter_name(NodeCounter which) { return node_state_fields[int(which)].counts; }
 // The highest value of that kind this node ever took (-1: none).
 int64 counter_floor(NodeCounter which);
 // Records `value` as taken, durably (the record flushed and, with
