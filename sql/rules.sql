@@ -63,3 +63,11 @@ FROM unnest(ARRAY['snowflake', 'instagram', 'uuidv7', 'sonyflake', 'ulid', 'uuid
 \set VERBOSITY sqlstate
 SELECT create_layout('uuidv7', '2024-01-01', '1 ms', 41, 0, 12);
 \set VERBOSITY default
+
+-- 7. Call-number run ids: the run sequence's bound and the core's 30-bit
+--    run field agree (its largest value composes and reads back; one more
+--    does not compose).
+SELECT s.seqmax AS run_seq_max,
+       (call_number_decode(call_number_compose(0, s.seqmax::int, 0))).run_id = s.seqmax AS composes_max,
+       pg_temp.accepts(format('SELECT call_number_compose(0, %s, 0)', s.seqmax + 1)) AS composes_above
+FROM pg_sequence s WHERE s.seqrelid = 'shardid_run_seq'::regclass;

@@ -45,6 +45,25 @@ Shape user_shape(int64 epoch_ms, int64 unit_ms, int time_bits, int shard_bits, i
     shape.wraps = false;
     return shape;
 }
+// A user layout from its fields, checked as the engine needs it: each
+// width 0..63, then Layout::validate(); false (22023) otherwise. Both
+// create_layout()'s check and a dump carrier's reading go through it.
+bool checked_layout(const char* name, int64 epoch_ms, int64 unit_ms, int32 time_bits, int32 shard_bits,
+                    int32 sequence_bits, Layout* out, Status* status)
+{
+    for (int32 b : {time_bits, shard_bits, sequence_bits})
+        if (!field_width_fits(b)) {
+            *status =
+                Status::fail(Error::invalid_parameter, "bit widths must be between 0 and %u, not %d", max_id_bits, b);
+            return false;
+        }
+    *out = user_shape(epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits).layout(name);
+    return guarded(*status, [&] {
+        *status = out->validate();
+        return status->ok();
+    });
+}
+
 constexpr const char* carrier_schema_name = "shardid_carrier";
 
 // The per-backend cache of user layouts holds only committed definitions,
@@ -173,13 +192,8 @@ bool carried_layout(const char* name, Layout* out)
                         errmsg("layout \"%s\" has no catalog row, and function %s is not shardid's definition of it",
                                name, fname),
                         errhint("Restore the layout catalog (shardid_user_layout) from the dump.")));
-    *out = user_shape(epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits).layout(name);
     Status status;
-    if (!field_width_fits(time_bits) || !field_width_fits(shard_bits) || !field_width_fits(sequence_bits) ||
-        !guarded(status, [&] {
-            status = out->validate();
-            return status.ok();
-        }))
+    if (!checked_layout(name, epoch_ms, unit_ms, time_bits, shard_bits, sequence_bits, out, &status))
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                         errmsg("the definition of layout \"%s\" in function %s is invalid", name, fname)));
     return true;
@@ -256,17 +270,9 @@ Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, in
         pg_add_s64_overflow(unit_us, unit->time, &unit_us) || unit_us < 1000 || unit_us % 1000 != 0)
         ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
                         errmsg("time_unit must be a whole number of milliseconds, at least 1 ms")));
-    const int32 bits[3] = {time_bits, shard_bits, sequence_bits};
-    for (int32 b : bits)
-        if (!field_width_fits(b))
-            ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                            errmsg("bit widths must be between 0 and %u, not %d", max_id_bits, b)));
-    const Layout layout = user_shape(epoch_ms, unit_us / 1000, time_bits, shard_bits, sequence_bits).layout(name);
+    Layout layout;
     Status status;
-    if (!guarded(status, [&] {
-            status = layout.validate();
-            return status.ok();
-        }))
+    if (!checked_layout(name, epoch_ms, unit_us / 1000, time_bits, shard_bits, sequence_bits, &layout, &status))
         raise(status);
     return layout;
 }
