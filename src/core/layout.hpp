@@ -120,48 +120,16 @@ struct Layout : Shape {
         l.name = n;
         return l;
     }
-    constexpr Layout epoch(int64_t ms) const
-    {
-        Layout l = *this;
-        l.epoch_ms = ms;
-        return l;
-    }
-    constexpr Layout unit(int64_t ms) const
-    {
-        Layout l = *this;
-        l.unit_ms = ms;
-        return l;
-    }
-    constexpr Layout time(unsigned bits) const
-    {
-        Layout l = *this;
-        l.time_bits = uint8_t(bits);
-        return l;
-    }
-    constexpr Layout shard(unsigned bits) const
-    {
-        Layout l = *this;
-        l.shard_bits = uint8_t(bits);
-        return l;
-    }
-    constexpr Layout sequence(unsigned bits) const
-    {
-        Layout l = *this;
-        l.sequence_bits = uint8_t(bits);
-        return l;
-    }
-    constexpr Layout wrapping() const
-    {
-        Layout l = *this;
-        l.wraps = true;
-        return l;
-    }
-    constexpr Layout first_sequence(unsigned first) const
-    {
-        Layout l = *this;
-        l.sequence_first = uint8_t(first);
-        return l;
-    }
+    // One line a field, as the table they are.
+    // clang-format off
+    constexpr Layout epoch(int64_t ms) const { Layout l = *this; l.epoch_ms = ms; return l; }
+    constexpr Layout unit(int64_t ms) const { Layout l = *this; l.unit_ms = ms; return l; }
+    constexpr Layout time(unsigned bits) const { Layout l = *this; l.time_bits = uint8_t(bits); return l; }
+    constexpr Layout shard(unsigned bits) const { Layout l = *this; l.shard_bits = uint8_t(bits); return l; }
+    constexpr Layout sequence(unsigned bits) const { Layout l = *this; l.sequence_bits = uint8_t(bits); return l; }
+    constexpr Layout wrapping() const { Layout l = *this; l.wraps = true; return l; }
+    constexpr Layout first_sequence(unsigned f) const { Layout l = *this; l.sequence_first = uint8_t(f); return l; }
+    // clang-format on
 
     // Is the layout well formed? (widths, unit, room for the packed state)
     Status validate() const;

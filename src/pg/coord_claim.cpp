@@ -5,15 +5,14 @@
 #include "pg/coord_claim.hpp"
 
 extern "C" {
-#include "pgstat.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 }
 
 #include "core/schemes.hpp"
 #include "pg/node_source.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared.hpp"
+#include "pg/wait_event.hpp"
 
 namespace shardid::pg {
 
@@ -39,17 +38,7 @@ void wake_worker()
         SetLatch(latch);
 }
 
-uint32 etcd_wait_event()
-{
-#if PG_VERSION_NUM >= 170000
-    static uint32 event = 0;
-    if (event == 0)
-        event = WaitEventExtensionNew("ShardidEtcd");
-    return event;
-#else
-    return PG_WAIT_EXTENSION;
-#endif
-}
+uint32 etcd_event = 0;  // the wait event of a backend waiting for the coordinator
 
 // The worker's last error, for a message (copied under the mutex).
 void last_error(char* out, size_t size)
@@ -74,7 +63,7 @@ void wait_for_worker(TimestampTz since, const char* message, const char* detail,
                         errhint("%s", hint)));
     }
     wake_worker();
-    ConditionVariableTimedSleep(&coord_shared().changed, 50, etcd_wait_event());
+    ConditionVariableTimedSleep(&coord_shared().changed, 50, wait_event("ShardidEtcd", &etcd_event));
 }
 
 constexpr const char* see_coordination = "See SELECT * FROM shardid_coordination(); for the claim and the last error.";

@@ -4,9 +4,7 @@
 
 extern "C" {
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/latch.h"
-#include "utils/wait_event.h"
 }
 
 #include "core/schemes.hpp"
@@ -14,24 +12,14 @@ extern "C" {
 #include "pg/node_source.hpp"
 #include "pg/settings.hpp"
 #include "pg/shmem.hpp"
+#include "pg/wait_event.hpp"
 #include "pg/wal.hpp"
 
 namespace shardid::pg {
 
 namespace {
 
-// The wait event of a backend waiting for the next tick.
-uint32 next_tick_wait_event()
-{
-#if PG_VERSION_NUM >= 170000
-    static uint32 event = 0;
-    if (event == 0)
-        event = WaitEventExtensionNew("ShardidNextTick");
-    return event;
-#else
-    return PG_WAIT_EXTENSION;
-#endif
-}
+uint32 next_tick_event = 0;  // the wait event of a backend waiting for the next tick
 
 }  // namespace
 
@@ -58,7 +46,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     const int32 shard = shard_given ? PG_GETARG_INT32(shard_from.argno) : 0;
     const bool coarse = layout.unit_ms >= 1000 && SystemClock::coarse_suits(layout.unit_ms);
     // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
-    const uint32 wait_event = next_tick_wait_event();
+    const uint32 tick_wait = wait_event("ShardidNextTick", &next_tick_event);
 
     TimestampTz waiting_since = 0;  // for the node-id source (0: not waiting)
     for (;;) {
@@ -79,7 +67,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
                 *outer.shard = field;
                 field = 0;
             }
-            LatchClock clock{{clock_offset_ms, coarse}, wait_event};
+            LatchClock clock{{clock_offset_ms, coarse}, tick_wait};
             return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);
         });
         if (ok) {

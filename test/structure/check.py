@@ -30,7 +30,7 @@ ROOMS = [
     ("core", 0, ["core/*"]),
     ("etcd client", 1, ["etcd/*"]),
     ("glue base", 2, ["pg/pg.hpp", "pg/guard.*", "pg/timeconv.*", "pg/row.*", "pg/catalog.*", "pg/settings.*",
-                      "pg/etcd_settings.hpp"]),
+                      "pg/etcd_settings.hpp", "pg/wait_event.hpp"]),
     ("node state", 3, ["pg/state_file.*", "pg/wal.*", "pg/shmem.*", "pg/shared.hpp", "pg/persist.cpp",
                        "pg/coord_shared.hpp"]),
     ("node-id sources", 4, ["pg/node_source.*", "pg/coord_claim.*"]),
