@@ -105,6 +105,18 @@ std::string describe_holder(const std::string& value)
     return "an unknown holder (the key holds \"" + printable(value) + "\")";
 }
 
+bool same_node(const std::string& value, const Holder& me)
+{
+    try {
+        const nlohmann::json j = nlohmann::json::parse(value);
+        return j.is_object() && j.value("host", nlohmann::json()) == me.host &&
+               j.value("port", nlohmann::json()) == me.port &&
+               j.value("system_identifier", nlohmann::json()) == me.system_identifier;
+    } catch (...) {
+        return false;
+    }
+}
+
 bool parse_endpoints(const std::string& text, std::vector<std::string>* out, std::string* why)
 {
     out->clear();

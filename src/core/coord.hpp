@@ -26,6 +26,10 @@
 
 namespace shardid::coord {
 
+// The lease TTLs a node accepts (shardid.etcd_lease_ttl).
+constexpr int64_t min_lease_ttl_s = 2;
+constexpr int64_t max_lease_ttl_s = 300;
+
 // How long before the lease could expire on the etcd side the holder stops.
 constexpr int64_t fence_margin_ms(int64_t ttl_ms) { return ttl_ms / 5 > 1000 ? ttl_ms / 5 : 1000; }
 
@@ -36,10 +40,12 @@ constexpr int64_t fence_deadline_ms(int64_t sent_ms, int64_t ttl_ms)
     return sent_ms + ttl_ms - fence_margin_ms(ttl_ms);
 }
 
-// How often the holder renews its lease.
-constexpr int64_t keepalive_every_ms(int64_t ttl_ms) { return ttl_ms / 3; }
+// How often the holder renews its lease: every fifth of the TTL, so that
+// the fence is always at least TTL - margin - TTL/5 away (6 s of the
+// default 10 s): an etcd outage shorter than that costs nothing.
+constexpr int64_t keepalive_every_ms(int64_t ttl_ms) { return ttl_ms / 5; }
 
-// How long one request may take: a third of what the fence leaves after a
+// How long one request may take: half of what the fence leaves after a
 // keepalive, so a keepalive that hangs is given up in time for the next.
 constexpr int64_t request_timeout_ms(int64_t ttl_ms)
 {
@@ -47,32 +53,103 @@ constexpr int64_t request_timeout_ms(int64_t ttl_ms)
     return t < 300 ? 300 : t > 5000 ? 5000 : t;
 }
 
-// How far ahead of the wall clock the holder records its window's end. A new
-// holder of the id starts above it, so it is also how far a node that takes
-// over an id after a crash may run ahead of its clock (keep it well inside
-// shardid.max_clock_lead).
+// How far beyond a tick a generator needs, or beyond the floor a new holder
+// starts above, the window reaches.
 constexpr int64_t window_span_ms = 2000;
 
-// Whether the window ending at end_ms must move: half used by the wall
-// clock, or a generator needed a tick starting at need_ms (-1: none) beyond it.
-constexpr bool window_due(int64_t now_ms, int64_t end_ms, int64_t need_ms)
+// The window's end as the holder records it (`fence_left_ms`: how long
+// until its fence, on the fence clock). It covers the fence: every ID the
+// holder may issue starts before now + fence_left_ms on the wall clock, so
+// while the lease may still be the holder's no generator waits for etcd,
+// and an etcd outage shorter than the fence costs nothing. It stays below
+// the earliest moment another node can claim the id (etcd expires the lease
+// no earlier than the TTL after the last renewal reached it, a whole margin
+// after the fence): half the margin beyond the fence, so a new holder with
+// a synchronised clock is already past it, and one with a clock behind
+// starts above it. It reaches a span beyond a tick a generator needs
+// (need_ms, -1: none) and beyond the floor the holder started above, and it
+// never goes below what was recorded.
+constexpr int64_t window_target(int64_t now_ms, int64_t fence_left_ms, int64_t ttl_ms, int64_t need_ms,
+                                int64_t floor_ms, int64_t recorded_ms)
 {
-    return now_ms + window_span_ms / 2 >= end_ms || need_ms >= end_ms;
-}
-
-// The window's new end: a span beyond the later of the wall clock, the
-// tick a generator needs and the floor the holder started above; never below
-// the end recorded before.
-constexpr int64_t window_target(int64_t now_ms, int64_t need_ms, int64_t floor_ms, int64_t recorded_ms)
-{
-    int64_t from = now_ms;
-    if (need_ms > from)
-        from = need_ms;
-    if (floor_ms > from)
-        from = floor_ms;
-    const int64_t end = from + window_span_ms;
+    int64_t end = now_ms + (fence_left_ms > 0 ? fence_left_ms : 0) + fence_margin_ms(ttl_ms) / 2;
+    if (need_ms >= 0 && need_ms + window_span_ms > end)
+        end = need_ms + window_span_ms;
+    if (floor_ms + window_span_ms > end)
+        end = floor_ms + window_span_ms;
     return end > recorded_ms ? end : recorded_ms;
 }
+
+// Whether the window ending at recorded_ms must move: it no longer covers
+// the fence (a renewal moved the fence), or a generator needs a tick at or
+// beyond its end.
+constexpr bool window_due(int64_t now_ms, int64_t fence_left_ms, int64_t recorded_ms, int64_t need_ms)
+{
+    return now_ms + fence_left_ms >= recorded_ms || need_ms >= recorded_ms;
+}
+
+// Renewals are late: the fence is nearer than a keepalive on time leaves it
+// (one every TTL/5), by more than a slow answer explains. The holder still
+// issues IDs, but will stop at its fence unless etcd answers: the state
+// "expiring", for alerts that fire before generators fail.
+constexpr int64_t late_slack_ms(int64_t ttl_ms)
+{
+    return request_timeout_ms(ttl_ms) / 2 < 500 ? request_timeout_ms(ttl_ms) / 2 : 500;
+}
+constexpr bool renewal_late(int64_t fence_left_ms, int64_t ttl_ms)
+{
+    return fence_left_ms < fence_deadline_ms(0, ttl_ms) - keepalive_every_ms(ttl_ms) - late_slack_ms(ttl_ms);
+}
+
+// One condition of the coordinator (etcd unreachable, a key held by
+// another node, ...) as the server log tells it: a line when it starts and
+// one when it ends, saying how long it lasted and how many requests failed;
+// never more than one starting line per condition in `quiet_ms`: a
+// condition that comes back sooner is counted into the next line instead of
+// flooding the log.
+class Episode {
+public:
+    static constexpr int64_t quiet_ms = 10000;
+
+    // A failure at now_ms; true when the starting line is due now.
+    bool fail(int64_t now_ms)
+    {
+        if (!active_) {
+            active_ = true;
+            started_ms_ = now_ms;
+            failures_ = 0;
+            logged_ = now_ms - last_start_ms_ >= quiet_ms || last_start_ms_ < 0;
+            if (logged_)
+                last_start_ms_ = now_ms;
+            else
+                unreported_++;
+        }
+        failures_++;
+        return logged_ && failures_ == 1;
+    }
+    // A success at now_ms; true when the ending line is due now (the
+    // condition had started with a line of its own).
+    bool ok(int64_t now_ms)
+    {
+        if (!active_)
+            return false;
+        active_ = false;
+        lasted_ms_ = now_ms - started_ms_;
+        if (logged_)
+            unreported_before_ = unreported_, unreported_ = 0;
+        return logged_;
+    }
+    bool active() const { return active_; }
+    int64_t failures() const { return failures_; }
+    int64_t lasted_ms() const { return lasted_ms_; }
+    // Episodes between the last two lines that had none of their own.
+    int64_t unreported() const { return unreported_before_; }
+
+private:
+    bool active_ = false, logged_ = false;
+    int64_t started_ms_ = 0, lasted_ms_ = 0, last_start_ms_ = -1, failures_ = 0;
+    int64_t unreported_ = 0, unreported_before_ = 0;
+};
 
 // The lowest id in [min, max] that is not in `held` (-1: none free).
 int lowest_free(const std::vector<int>& held, int min, int max);
@@ -109,6 +186,11 @@ std::string holder_value(const Holder& h);
 // A readable description of a node key's value ("host h port p, system
 // identifier s, since t"), or of what it holds when that is not a holder.
 std::string describe_holder(const std::string& value);
+// Whether a node key's value names this very node (the same system
+// identifier, host and port): its own lease from before a crash or a fast
+// restart, which etcd has not expired yet. A clone (same system identifier
+// elsewhere) is another node.
+bool same_node(const std::string& value, const Holder& me);
 
 // Endpoints: "http://h:p[,https://h:p...]". False, with a reason, for an
 // empty list or an entry that is not http(s)://host:port with no path.

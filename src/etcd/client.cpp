@@ -21,6 +21,15 @@ size_t collect(char* data, size_t size, size_t n, void* user)
 
 std::string printable(const std::string& s) { return shardid::printable(s, 60); }
 
+// etcd's words for a refusal of the user or of its permissions.
+bool unauthorized(const std::string& why)
+{
+    for (const char* w : {"authentication", "permission denied", "invalid auth token", "user name is empty"})
+        if (why.find(w) != std::string::npos)
+            return true;
+    return false;
+}
+
 }  // namespace
 
 Client::Client(Config config) : config_(std::move(config))
@@ -102,12 +111,15 @@ bool Client::authenticate(std::string* why)
 bool Client::post(const char* path, const std::string& body, std::string* answer, std::string* why)
 {
     std::string transport;
+    failure_ = Failure::transport;
     for (size_t tried = 0; tried < config_.endpoints.size(); tried++) {
         if (tried > 0)
             current_ = (current_ + 1) % config_.endpoints.size();
         if (!config_.user.empty() && token_.empty() && !authenticate(why)) {
-            if (why->find("authentication as") == 0)
+            if (why->find("authentication as") == 0) {
+                failure_ = Failure::unauthorized;
                 return false;  // etcd answered: wrong credentials, not a dead endpoint
+            }
             transport = *why;
             continue;
         }
@@ -117,16 +129,20 @@ bool Client::post(const char* path, const std::string& body, std::string* answer
             continue;
         }
         if (status != 200 && !config_.user.empty() && answer->find("token") != std::string::npos) {
-            if (!authenticate(why) || !post_once(path, body, answer, &status, why))
+            if (!authenticate(why) || !post_once(path, body, answer, &status, why)) {
+                failure_ = unauthorized(*why) ? Failure::unauthorized : Failure::transport;
                 return false;
+            }
         }
         if (status != 200) {
             // etcd's own refusal keeps its message; anything else is quoted.
             if (decode_ack(*answer, why) || why->find("etcd refused") != 0)
                 *why = "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" + printable(*answer) +
                        "\"";
+            failure_ = unauthorized(*why) ? Failure::unauthorized : Failure::answer;
             return false;
         }
+        failure_ = Failure::none;
         return true;
     }
     *why = transport;
@@ -138,8 +154,13 @@ bool Client::post(const char* path, const std::string& body, std::string* answer
 template <typename F>
 bool Client::call(std::string* why, F&& f)
 {
+    failure_ = Failure::none;
     try {
-        return f();
+        if (f())
+            return true;
+        if (failure_ == Failure::none)
+            failure_ = Failure::answer;  // posted, but the answer did not decode
+        return false;
     } catch (const std::exception& e) {
         *why = std::string("the etcd client failed: ") + e.what();
         return false;

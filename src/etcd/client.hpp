@@ -22,6 +22,14 @@ struct Config {
     int64_t timeout_ms = 2000;
 };
 
+// Why the last call failed.
+enum class Failure {
+    none,
+    transport,     // no endpoint answered (refused, timed out, not HTTP)
+    unauthorized,  // etcd refused the credentials, or the user's permissions on the prefix
+    answer,        // etcd answered with an error, or with what its API does not promise
+};
+
 class Client {
 public:
     explicit Client(Config config);
@@ -38,6 +46,7 @@ public:
     // The endpoint the last request went to.
     const std::string& endpoint() const { return config_.endpoints[current_]; }
     uint64_t requests() const { return requests_; }
+    Failure last_failure() const { return failure_; }
 
 private:
     // POSTs `body` to `path`, trying the endpoints in turn on transport
@@ -54,6 +63,7 @@ private:
     void* curl_ = nullptr;
     std::string token_;
     uint64_t requests_ = 0;
+    Failure failure_ = Failure::none;
 };
 
 }  // namespace shardid::etcd

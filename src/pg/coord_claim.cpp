@@ -72,37 +72,53 @@ class EtcdSource final : public NodeIdSource {
 public:
     const char* name() const override { return "etcd"; }
 
-    bool shard(const Layout& fit, uint64_t* shard, SourceTicket* ticket, Status* status) const override
+    bool hold(SourceTicket* ticket, Status* status) const override
     {
         CoordShared& c = coord_shared();
+        if (c.misconfigured.load(std::memory_order_acquire)) {
+            char why[sizeof c.last_error];
+            last_error(why, sizeof why);
+            *status = Status::fail(Error::not_configured, "the etcd settings of this node are not usable")
+                          .with_detail("%s.", why)
+                          .with_hint("Correct the setting in postgresql.conf and restart the server; no node id is "
+                                     "claimed until then.");
+            return false;
+        }
         ticket->generation = c.generation.load(std::memory_order_acquire);
-        const int held = c.held.load(std::memory_order_acquire);
+        ticket->id = c.held.load(std::memory_order_acquire);
         // The fence is checked once, in confirm(), after the ID is made and
         // before it is returned; here only whether there is a claim at all.
-        if (held < 0) {
+        if (ticket->id < 0) {
             *status = Status::fail(Error::not_claimed, "this node holds no node id from etcd")
-                          .with_detail("Generating %s values needs a node id claimed from etcd "
-                                       "(shardid.node_id_source = etcd).",
-                                       fit.name)
+                          .with_detail("Generating IDs needs a node id claimed from etcd (shardid.node_id_source = "
+                                       "etcd), whatever their shard: the claim's mark keeps them apart.")
                           .with_hint("%s", see_coordination);
             return false;
         }
-        if (!check_shard(fit, held, "the node id claimed from etcd", status)) {
+        return true;
+    }
+
+    bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
+    {
+        if (!check_shard(fit, ticket.id, "the node id claimed from etcd", status)) {
             status->with_hint("Set shardid.etcd_node_id_max to at most %llu, or shardid.node_id to such an id, "
                               "and restart the server.",
                               (unsigned long long)fit.shard_max());
             return false;
         }
-        *shard = uint64_t(held);
+        *id = uint64_t(ticket.id);
         return true;
     }
 
     bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
     {
-        if (ticket.generation == 0)
-            return true;  // an ID whose shard did not come from the claim
         CoordShared& c = coord_shared();
-        if (c.generation.load(std::memory_order_acquire) != ticket.generation || c.held.load() < 0 ||
+        // Orders this ID's step of its slot before the claim's generation
+        // is read: a worker that gives the claim up (a new generation) and
+        // then reads the slots (to lower the mark at a clean release) sees
+        // the step, or this ID sees the new generation and is not returned.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (c.generation.load(std::memory_order_seq_cst) != ticket.generation || c.held.load() < 0 ||
             fence_clock_ms() >= c.fence_ms.load(std::memory_order_acquire)) {
             *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
                           .with_detail("The lease could not be renewed in time, or the claim changed; no ID was "

@@ -38,8 +38,9 @@ struct CoordShared {
     std::atomic<int64_t> counter_ready[node_state_field_count];
     std::atomic<int> counter_want[node_state_field_count];
     std::atomic<Latch*> worker_latch;
-    ConditionVariable changed;  // broadcast on a new claim and a counter value
-    slock_t mutex;              // guards the fields below
+    std::atomic<bool> misconfigured;  // a setting is not usable: generators fail at once (last_error says which)
+    ConditionVariable changed;        // broadcast on a new claim and a counter value
+    slock_t mutex;                    // guards the fields below
     char state[32];
     char endpoint[256];
     char last_error[512];
@@ -54,12 +55,16 @@ struct CoordShared {
 // Zeroed memory made ready (when the shared struct is made).
 void coord_init(CoordShared& c);
 
-// The clock of the fence: monotonic milliseconds, read the same way by the
-// worker and by generators.
+// The clock of the fence, read the same way by the worker and by
+// generators: milliseconds since boot, counting time the machine spent
+// suspended (CLOCK_BOOTTIME; CLOCK_MONOTONIC stops then), so a node that
+// resumes after longer than its lease does not take its lease for fresh.
+// docs/coordination.md says what no clock sees: a VM its hypervisor
+// paused, whose boot clock may not advance either.
 inline int64_t fence_clock_ms()
 {
     timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    clock_gettime(CLOCK_BOOTTIME, &ts);
     return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
 }
 

@@ -56,11 +56,13 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
         int64_t tick_ms = 0;
         const bool ok = guarded(status, [&] {
             uint64_t field = 0;
+            if (!source.hold(&ticket, &status))
+                return false;
             if (shard_given) {
                 if (!check(fit, shard, "shard", &status))
                     return false;
                 field = uint64_t(shard);
-            } else if (from_node && !source.shard(fit, &field, &ticket, &status)) {
+            } else if (from_node && !source.node_id(fit, ticket, &field, &status)) {
                 return false;
             }
             if (outer.fit) {

@@ -13,10 +13,15 @@ class SettingSource final : public NodeIdSource {
 public:
     const char* name() const override { return "setting"; }
 
-    bool shard(const Layout& fit, uint64_t* shard, SourceTicket* ticket, Status* status) const override
+    bool hold(SourceTicket* ticket, Status*) const override
     {
-        *ticket = SourceTicket{};
-        if (node_id == node_id_unset) {
+        *ticket = SourceTicket{0, pg::node_id};
+        return true;
+    }
+
+    bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
+    {
+        if (ticket.id == node_id_unset) {
             *status = Status::fail(Error::not_configured, "shardid.node_id is not set")
                           .with_detail("Generating %s values needs this node's id, which must differ between nodes.",
                                        fit.name)
@@ -25,17 +30,17 @@ public:
                                      (unsigned long long)fit.shard_max());
             return false;
         }
-        if (!check_shard(fit, node_id, "shardid.node_id", status)) {
+        if (!check_shard(fit, ticket.id, "shardid.node_id", status)) {
             status->with_hint("Set shardid.node_id to a value between 0 and %llu in postgresql.conf and reload.",
                               (unsigned long long)fit.shard_max());
             return false;
         }
-        *shard = uint64_t(node_id);
+        *id = uint64_t(ticket.id);
         return true;
     }
 
     // A setting never changes under an ID: nothing to confirm, nothing to
-    // wait for (shard() never answers Error::not_claimed).
+    // wait for (hold() never fails).
     bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
     void wait(TimestampTz, const Status& why) const override { raise(why); }
     void waited() const override {}

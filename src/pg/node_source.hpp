@@ -19,22 +19,28 @@
 
 namespace shardid::pg {
 
-// What a generation holds of its source between asking for the id and
-// returning the ID (generation 0: nothing to confirm).
+// What a generation holds of its source between asking and returning the
+// ID: the claim's generation (0: nothing to confirm) and the node's id
+// (-1: none).
 struct SourceTicket {
     uint64_t generation = 0;
+    int64_t id = -1;
 };
 
 class NodeIdSource {
 public:
     // "setting" or "etcd": shardid.node_id_source's value.
     virtual const char* name() const = 0;
-    // This node's id as the shard/node field of `fit`, and a ticket; or a
-    // failure: 55000 when unset, 22003 when it does not fit,
-    // Error::not_claimed when the source has no id right now (the caller
-    // waits with wait() and asks again). Runs inside guarded(): never
-    // ereports.
-    virtual bool shard(const Layout& fit, uint64_t* shard, SourceTicket* ticket, Status* status) const = 0;
+    // May this node issue an ID now? Every time-based ID asks, whatever its
+    // shard: the node's clock and mark are what keep its IDs apart, and with
+    // a claim from etcd they are the claim's. A ticket, or a failure: 55000
+    // when the source is misconfigured, Error::not_claimed when it has no
+    // id right now (the caller waits with wait() and asks again). Runs
+    // inside guarded(): never ereports.
+    virtual bool hold(SourceTicket* ticket, Status* status) const = 0;
+    // The ticket's node id as the shard/node field of `fit`, or a failure:
+    // 55000 when unset, 22003 when it does not fit. Never ereports.
+    virtual bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const = 0;
     // After an ID of the tick starting at tick_ms is covered and before it
     // is returned: the ticket still holds (the claim is unchanged, its fence
     // not passed, the tick inside its window). Otherwise Error::not_claimed:

@@ -1,7 +1,11 @@
 // Every setting of shardid, in one table: name, descriptions, default,
 // range, context and privilege. define_settings() defines them all from it,
 // in its order (shardid.node_id_source comes before shardid.node_id, whose
-// check reads it). A "%d" in a short description stands for the setting's
+// check reads it). The etcd settings take any value their type can hold:
+// PostgreSQL replaces a value its check refuses at server start by the
+// default, silently but for a WARNING, and a prefix or endpoint list
+// replaced that way would make two clusters meant to be apart share ids. The
+// coordinator worker checks them instead, and refuses to claim ("misconfigured"). A "%d" in a short description stands for the setting's
 // maximum, so a range the core defines is written once.
 #include <climits>
 #include <cstdio>
@@ -67,37 +71,6 @@ bool check_node_id(int*, void**, GucSource source)
         return false;
     }
     return true;
-}
-
-bool check_endpoints(char** newval, void**, GucSource)
-{
-    if (*newval == nullptr || **newval == '\0')
-        return true;  // the worker reports a missing list
-    try {
-        std::vector<std::string> list;
-        std::string why;
-        if (coord::parse_endpoints(*newval, &list, &why))
-            return true;
-        GUC_check_errdetail("%s.", why.c_str());
-    } catch (...) {
-        GUC_check_errdetail("The list could not be read.");
-    }
-    GUC_check_errhint(
-        "List etcd's client URLs separated by commas, such as http://10.0.0.1:2379,http://10.0.0.2:2379.");
-    return false;
-}
-
-bool check_prefix(char** newval, void**, GucSource)
-{
-    try {
-        std::string why;
-        if (*newval != nullptr && coord::valid_prefix(*newval, &why))
-            return true;
-        GUC_check_errdetail("The prefix is not usable: %s.", why.c_str());
-    } catch (...) {
-        GUC_check_errdetail("The prefix could not be read.");
-    }
-    return false;
 }
 
 enum class Kind { integer, boolean, enumeration, string };
@@ -168,14 +141,14 @@ const Setting settings[] = {
      GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
     {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
      "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags,
-     nullptr, check_endpoints, true},
+     nullptr, nullptr, true},
     {"shardid.etcd_prefix", Kind::string, &etcd_prefix, "The etcd key prefix under which shardid keeps its keys.",
      "Nodes that share a prefix share node ids and counters.", 0, 0, 0, "/shardid", nullptr, PGC_POSTMASTER,
-     coord_flags, nullptr, check_prefix, true},
-    {"shardid.etcd_lease_ttl", Kind::integer, &etcd_lease_ttl_s, "TTL of this node's etcd lease.",
+     coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_lease_ttl", Kind::integer, &etcd_lease_ttl_s, "TTL of this node's etcd lease (2 s to 300 s).",
      "The node stops issuing IDs a margin before the lease can expire when it cannot renew it; another node can take "
      "its id after it expired.",
-     10, 2, 300, nullptr, nullptr, PGC_POSTMASTER, GUC_UNIT_S | coord_flags, nullptr, nullptr, true},
+     10, 0, INT_MAX, nullptr, nullptr, PGC_POSTMASTER, GUC_UNIT_S | coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_user", Kind::string, &etcd_user, "etcd user name (empty: no authentication).", nullptr, 0, 0, 0, "",
      nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.", nullptr,

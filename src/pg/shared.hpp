@@ -124,6 +124,12 @@ inline void claim_floor_raise(const Layout& layout, SlotState& slot, int64_t flo
 // previous holder recorded. Takes AddinShmemInitLock.
 void raise_claim_floor(int64_t floor_ms);
 
+// The start (Unix ms) of the latest tick any slot has issued an ID in, or
+// been raised to (0: none): a mark at or above it lies above every ID the
+// node returned. Reads each slot's word with seq_cst (see the etcd
+// source's confirm()).
+int64_t highest_issued_tick_ms();
+
 // Raises the retired floor to cover a mark whose tick is over.
 void retire(const Shape& shape, uint64_t word);
 

@@ -234,6 +234,20 @@ void raise_claim_floor(int64_t floor_ms)
     LWLockRelease(AddinShmemInitLock);
 }
 
+int64_t highest_issued_tick_ms()
+{
+    int64_t highest = 0;
+    for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
+        const Slot& slot = shared->slots[i];
+        const uint64_t last = slot.state.last.load(std::memory_order_seq_cst);
+        if (last == 0)
+            continue;
+        const Layout layout = slot.shape.layout(slot.name);
+        highest = std::max(highest, int64_t(layout.ms_of_tick(int64_t(layout.packed_tick(last)))));
+    }
+    return highest;
+}
+
 DecimalState* decimal_state(Oid database)
 {
     // An entry of this database, or a free one; when there is none, the

@@ -23,19 +23,76 @@ TEST(Coord, FenceStopsBeforeTheLeaseCanExpire)
     }
 }
 
-TEST(Coord, WindowMovesAheadOfClockNeedAndFloor)
+TEST(Coord, WindowCoversTheFenceAndEndsBeforeTheLeaseCanExpire)
 {
     const int64_t span = coord::window_span_ms;
-    EXPECT_FALSE(coord::window_due(1000, 1000 + span, -1));
-    EXPECT_TRUE(coord::window_due(1000 + span / 2, 1000 + span, -1));
-    EXPECT_TRUE(coord::window_due(1000, 1000 + span, 1000 + span));  // a generator needs a tick beyond it
-    EXPECT_EQ(coord::window_target(1000, -1, 0, 0), 1000 + span);
-    EXPECT_EQ(coord::window_target(1000, 5000, 0, 0), 5000 + span);
+    for (int64_t ttl : {2000, 3000, 10000, 60000, 300000}) {
+        // Right after a renewal sent at `sent` (wall and fence clocks
+        // aligned here): the window covers every tick before the fence...
+        const int64_t sent = 1000000, now = sent + 50;
+        const int64_t fence = coord::fence_deadline_ms(sent, ttl);
+        const int64_t end = coord::window_target(now, fence - now, ttl, -1, 0, 0);
+        EXPECT_GE(end, fence) << ttl;
+        // ...and ends before etcd can expire the lease (TTL after the
+        // renewal reached it, which was after it was sent), so a new holder
+        // with a synchronised clock starts past it.
+        EXPECT_LT(end, sent + ttl) << ttl;
+        // Between renewals it need not move; a renewal that moves the fence
+        // to its end does (the next renewal after half a margin).
+        EXPECT_FALSE(coord::window_due(now + 500, fence - now - 500, end, -1)) << ttl;
+        const int64_t later = end - coord::fence_deadline_ms(0, ttl);
+        EXPECT_EQ(coord::fence_deadline_ms(later, ttl), end) << ttl;
+        EXPECT_TRUE(coord::window_due(later, coord::fence_deadline_ms(later, ttl) - later, end, -1)) << ttl;
+    }
+    // A generator that needs a tick at or beyond the end moves it a span beyond.
+    EXPECT_TRUE(coord::window_due(1000, 5000, 9000, 9000));
+    EXPECT_EQ(coord::window_target(1000, 5000, 10000, 20000, 0, 9000), 20000 + span);
     // A node whose clock is 60 s behind the previous holder's mark starts
     // its window above that mark, not at its own clock.
-    EXPECT_EQ(coord::window_target(1000, -1, 61000, 61000), 61000 + span);
-    // Never below what was recorded.
-    EXPECT_EQ(coord::window_target(1000, -1, 0, 90000), 90000);
+    EXPECT_EQ(coord::window_target(1000, 8000, 10000, -1, 61000, 61000), 61000 + span);
+    // Never below what was recorded; a fence already passed adds nothing.
+    EXPECT_EQ(coord::window_target(1000, 8000, 10000, -1, 0, 90000), 90000);
+    EXPECT_EQ(coord::window_target(1000, -5000, 10000, -1, 0, 0), 1000 + coord::fence_margin_ms(10000) / 2);
+}
+
+TEST(Coord, RenewalsLateBeforeTheFence)
+{
+    for (int64_t ttl : {2000, 3000, 10000, 60000}) {
+        const int64_t full = coord::fence_deadline_ms(0, ttl);
+        // On time: a keepalive every TTL/5 leaves at least full - TTL/5.
+        EXPECT_FALSE(coord::renewal_late(full, ttl)) << ttl;
+        EXPECT_FALSE(coord::renewal_late(full - coord::keepalive_every_ms(ttl), ttl)) << ttl;
+        // A renewal that failed and timed out: late, while IDs still flow.
+        const int64_t after_timeout = full - coord::keepalive_every_ms(ttl) - coord::request_timeout_ms(ttl);
+        EXPECT_TRUE(coord::renewal_late(after_timeout, ttl)) << ttl;
+        EXPECT_GT(after_timeout, 0) << ttl;
+    }
+}
+
+TEST(Coord, EpisodesLogOnceWhenTheyStartAndOnceWhenTheyEnd)
+{
+    coord::Episode e;
+    EXPECT_FALSE(e.ok(0));      // nothing to end
+    EXPECT_TRUE(e.fail(1000));  // starts: a line
+    for (int i = 0; i < 40; i++)
+        EXPECT_FALSE(e.fail(1000 + 100 * i));  // every retry: no line
+    EXPECT_TRUE(e.ok(5200));                   // ends: a line with how long and how many
+    EXPECT_EQ(e.lasted_ms(), 4200);
+    EXPECT_EQ(e.failures(), 41);
+    // Back within 10 s of its last starting line: counted, not logged.
+    EXPECT_FALSE(e.fail(6000));
+    EXPECT_FALSE(e.ok(6500));
+    EXPECT_FALSE(e.fail(7000));
+    EXPECT_FALSE(e.ok(7100));
+    // Back later: a line again, and its end says two episodes had none.
+    EXPECT_TRUE(e.fail(11500));
+    EXPECT_TRUE(e.ok(12000));
+    EXPECT_EQ(e.unreported(), 2);
+    // A condition that lasts: one line at its start, however long it lasts.
+    int lines = 0;
+    for (int64_t t = 30000; t < 90000; t += 50)
+        lines += e.fail(t);
+    EXPECT_EQ(lines, 1);
 }
 
 TEST(Coord, LowestFreeId)
@@ -96,6 +153,26 @@ TEST(Coord, Holders)
               "host db1 port 5432, system identifier 7311, since 2026-11-23T10:00:00Z");
     EXPECT_EQ(coord::describe_holder("nonsense\x01"), "an unknown holder (the key holds \"nonsense?\")");
     EXPECT_EQ(coord::describe_holder("{\"host\":1}"), "an unknown holder (the key holds \"{\"host\":1}\")");
+}
+
+TEST(Coord, SameNodeIsHostPortAndSystemIdentifier)
+{
+    coord::Holder me;
+    me.host = "db1";
+    me.port = 5432;
+    me.system_identifier = "7312";
+    me.since = "2026-01-01T00:00:00Z";
+    coord::Holder later = me;
+    later.since = "2026-01-02T00:00:00Z";
+    EXPECT_TRUE(coord::same_node(coord::holder_value(later), me));  // its own lease from before a restart
+    coord::Holder clone = me;
+    clone.port = 5433;
+    EXPECT_FALSE(coord::same_node(coord::holder_value(clone), me));  // a clone elsewhere is another node
+    coord::Holder other = me;
+    other.system_identifier = "9999";
+    EXPECT_FALSE(coord::same_node(coord::holder_value(other), me));
+    for (const char* bad : {"", "{", "[]", "{\"host\":1}", "null"})
+        EXPECT_FALSE(coord::same_node(bad, me)) << bad;
 }
 
 TEST(Coord, Endpoints)

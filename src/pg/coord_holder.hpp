@@ -1,0 +1,72 @@
+// The holder of this node's claim in etcd: the coordinator worker's state
+// and its steps (src/pg/coord_holder.cpp: the lease, the claim, the mark,
+// the window, the counters; src/pg/coord_worker.cpp: the loop, the state
+// it shows and the lines it logs). Only the worker process uses it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "core/coord.hpp"
+#include "etcd/client.hpp"
+#include "pg/coord_claim.hpp"
+
+namespace shardid::pg {
+
+// The conditions the worker reports, each logged when it starts and ends
+// (coord::Episode).
+enum class Condition { unreachable, unauthorized, refused, corrupt_key, count };
+
+class Holder {
+public:
+    explicit Holder(etcd::Config config) : client_(std::move(config)) {}
+
+    // The loop of the worker process, until it is asked to stop; then the
+    // claim is released (src/pg/coord_worker.cpp).
+    void run();
+
+private:
+    // One round: serve counters, keep the lease, claim, move the window.
+    void step();
+    bool keep_lease();
+    void claim();
+    bool take_id(int id);
+    bool read_mark();
+    void renew_window();
+    bool record_window(int id, int64_t end);
+    void serve_counters();
+    bool raise_counters();
+    void lose_claim(const std::string& why);
+    void release();
+
+    // Reporting (src/pg/coord_worker.cpp): a failed request or refusal,
+    // and the end of a condition; the state shardid_coordination() shows.
+    void error(Condition kind, const std::string& why);
+    void failed(const std::string& what, const std::string& why);
+    void ended(Condition kind);
+    void answered();
+    void publish_state();
+    void publish_lease();
+
+    etcd::Client client_;
+    std::string prefix_;
+    int want_id_ = -1;  // shardid.node_id: -1 claims the lowest free id
+    std::string lease_;
+    int64_t lease_ttl_ms_ = 0;
+    int64_t fence_ms_ = 0;          // fence clock (fence_clock_ms())
+    int64_t last_sent_ms_ = 0;      // fence-clock send time of the last renewal etcd answered
+    int claimed_ = -1;              // the node key held in etcd
+    int last_id_ = -1;              // the id claimed last (node_id -1: preferred when free)
+    bool refused_ = false;          // the last claim was refused: the id is another node's, or its mark unreadable
+    bool waiting_ = false;          // the id is held by this node's own previous lease: wait until it expires
+    bool corrupt_ = false;          // a key of the prefix holds what shardid never writes
+    bool counters_raised_ = false;  // the counters in etcd are at least this node's floors, since the claim
+    int held_ = -1;                 // published: IDs are issued under it
+    int64_t floor_ms_ = 0;
+    int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
+    std::map<int, int64_t> seen_marks_;  // the highest mark seen per id
+    coord::Episode episodes_[int(Condition::count)];
+};
+
+}  // namespace shardid::pg

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Coordination under etcd's own hiccups, and what it refuses to trust, on a
+# real etcd (started here, private ports, temporary data directories). Each
+# check says what it measures; prints PASS/FAIL lines and '# figure' lines.
+#   1 an etcd outage that ends before issuing_until (the fence), under
+#     insert load, lease TTL 10 s: 0 failed and 0 stalled inserts, p99
+#     within 2x the undisturbed run; the state says "expiring" meanwhile;
+#     the log has one line when etcd becomes unreachable and one when it
+#     answers again.
+#   2 an outage longer than the fence: IDs stop at issuing_until, not
+#     earlier, and resume after.
+#   3 a three-member etcd loses its leader under load: 0 failed inserts.
+#   4 a setting that is not usable (prefix, endpoints, TTL, id range,
+#     password file): "misconfigured", no key written anywhere, generators
+#     fail at once with 55000 naming the setting and the value.
+#   5 the states: "waiting" after kill -9 and a fast restart (its own old
+#     lease), then "held"; "standby"; "unset".
+#   6 a counter key edited to nonsense: "refused", naming the key.
+#   7 etcd loses its data: a new node is never handed a DecimalId generator
+#     id a live node holds, and no mark goes backwards.
+set -u
+. scripts/lib.sh
+. test/coord/lib.sh
+PY=/usr/bin/python3  # Debian's, with python3-psycopg2
+
+coord_setup 56500
+ETCD_PORT=24101
+etcd_start main $ETCD_PORT 24201
+etcd_wait_up $ETCD_PORT || { fail "etcd did not start"; exit 1; }
+ETCD_URLS="http://127.0.0.1:$ETCD_PORT"
+PREFIX=/o1
+TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 10s")
+INSERT="INSERT INTO t DEFAULT VALUES RETURNING id"
+
+# load NODE SECONDS OUT: single-row INSERTs every 50 ms; prints the summary.
+load() { $PY test/coord/load.py "host=${dir_of[$1]} port=${port_of[$1]} user=postgres dbname=postgres" "$2" 50 "$INSERT" "$3"; }
+field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
+ms_until_fence() { q "$1" -c "SELECT (extract(epoch FROM issuing_until - clock_timestamp()) * 1000)::bigint FROM shardid_coordination()"; }
+# states NODE SECONDS OUT: the node's state every 100 ms, one per line.
+states() {
+    local end=$((SECONDS + $2))
+    while [ $SECONDS -lt $end ]; do q "$1" -c "SELECT state FROM shardid_coordination()" 2>/dev/null; sleep 0.1; done >"$3"
+}
+new_table() { q "$1" -c "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), at timestamptz DEFAULT clock_timestamp())"; }
+
+# --- 1: an outage shorter than the fence -------------------------------------
+node_up u1 $((base + 1)) "" "${TTL10[@]}" || { fail "u1 did not start"; exit 1; }
+wait_state u1 held 15 || fail "u1 did not claim an id"
+new_table u1
+states u1 6 "$work/states0" & watcher=$!  # the same polling as during the outage
+calm=$(load u1 6 "$work/calm.tsv")
+wait $watcher
+echo "# undisturbed: $calm"
+log_from=$(wc -l <"${dir_of[u1]}/server.log")
+(
+    sleep 2
+    left=$(ms_until_fence u1)
+    echo "$left" >"$work/left"
+    kill -STOP "${etcd_pid_of[main]}"
+    sleep "$(awk -v l="$left" 'BEGIN { print (l - 1000) / 1000 }')"
+    kill -CONT "${etcd_pid_of[main]}"
+) & pauser=$!
+states u1 15 "$work/states1" & watcher=$!
+paused=$(load u1 15 "$work/paused.tsv")
+wait $pauser $watcher
+left=$(cat "$work/left")
+echo "# etcd paused ${left} ms - 1 s (to 1 s before issuing_until): $paused"
+p99_calm=$(field "$calm" p99_ms); p99=$(field "$paused" p99_ms)
+bound=$(awk -v c="$p99_calm" 'BEGIN { print 2 * (c > 5 ? c : 5) }')
+[ "$left" -ge 5000 ] 2>/dev/null && pass "at the outage's start the fence was $left ms away (at least TTL - margin - TTL/5 = 6 s, less the 1 s the test leaves)" ||
+    fail "the fence was only ${left:-?} ms away when etcd stopped"
+check "an etcd outage ending before the fence: 0 failed inserts" "0" "$(field "$paused" failed)"
+check "an etcd outage ending before the fence: 0 stalled inserts (over 1 s)" "0" "$(awk -F'\t' '$2 - $1 > 1000' "$work/paused.tsv" | wc -l)"
+awk -v p="$p99" -v b="$bound" 'BEGIN { exit !(p <= b) }' &&
+    pass "p99 insert latency during the outage ${p99} ms, within 2x the undisturbed ${p99_calm} ms (bound $bound ms)" ||
+    fail "p99 insert latency during the outage ${p99} ms, above 2x the undisturbed ${p99_calm} ms (bound $bound ms)"
+grep -qx expiring "$work/states1" && pass "meanwhile the state says \"expiring\" (renewals late), before any insert fails" ||
+    fail "the state never said expiring: $(sort "$work/states1" | uniq -c | tr '\n' ' ')"
+wait_state u1 held 10 && pass "after the outage: held again" || fail "u1 is not held after the outage"
+lines=$(tail -n +"$((log_from + 1))" "${dir_of[u1]}/server.log" | grep -c 'shardid coordinator:')
+tail -n +"$((log_from + 1))" "${dir_of[u1]}/server.log" | grep -q 'shardid coordinator: etcd unreachable for [0-9.]* s, [0-9]* requests* failed' &&
+    [ "$lines" -le 3 ] && pass "the log: $lines coordinator lines for the outage, its end saying how long and how many requests failed" ||
+    fail "the log during the outage: $lines lines: $(tail -n +"$((log_from + 1))" "${dir_of[u1]}/server.log" | grep 'shardid coordinator:' | head -5)"
+
+# --- 2: an outage longer than the fence --------------------------------------
+(
+    sleep 2
+    left=$(ms_until_fence u1)
+    echo "$(($(date +%s%3N) + left))" >"$work/fence_at"
+    kill -STOP "${etcd_pid_of[main]}"
+    sleep "$(awk -v l="$left" 'BEGIN { print (l + 3000) / 1000 }')"
+    date +%s%3N >"$work/resumed_at"
+    kill -CONT "${etcd_pid_of[main]}"
+) & pauser=$!
+long=$(load u1 22 "$work/long.tsv")
+wait $pauser
+fence_at=$(cat "$work/fence_at"); resumed_at=$(cat "$work/resumed_at")
+last_before=$(awk -F'\t' -v r="$resumed_at" '$3 == "ok" && $2 < r { t = $2 } END { print t + 0 }' "$work/long.tsv")
+first_after=$(awk -F'\t' -v r="$resumed_at" '$3 == "ok" && $2 >= r { print $2; exit }' "$work/long.tsv")
+echo "# outage past the fence: fence at +0, last ID at $((last_before - fence_at)) ms, etcd back at $((resumed_at - fence_at)) ms, next ID at $((${first_after:-0} - fence_at)) ms: $long"
+[ $((last_before - fence_at)) -ge -300 ] && [ $((last_before - fence_at)) -le 300 ] &&
+    pass "an outage past the fence: IDs stopped at issuing_until ($((last_before - fence_at)) ms from it), not earlier" ||
+    fail "an outage past the fence: the last ID came $((last_before - fence_at)) ms from issuing_until"
+[ -n "$first_after" ] && pass "and resumed $((first_after - resumed_at)) ms after etcd came back" || fail "no ID after etcd came back"
+check "no ID handed out twice across the outages" "0" "$(cut -f4 "$work"/paused.tsv "$work"/long.tsv | grep -E '^[0-9]+$' | sort | uniq -d | wc -l)"
+
+# --- 3: a three-member etcd loses its leader under load ------------------------
+members="m1=http://127.0.0.1:24211,m2=http://127.0.0.1:24212,m3=http://127.0.0.1:24213"
+for m in 1 2 3; do etcd_start "m$m" $((24110 + m)) $((24210 + m)) "$members"; done
+for m in 1 2 3; do etcd_wait_up $((24110 + m)) || fail "etcd member m$m did not start"; done
+saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:24111,http://127.0.0.1:24112,http://127.0.0.1:24113"; PREFIX=/o3
+node_up r1 $((base + 3)) "" "${TTL10[@]}" || fail "r1 did not start"
+ETCD_URLS=$saved; PREFIX=/o1
+wait_state r1 held 15 || fail "r1 did not claim through the three-member cluster"
+new_table r1
+(
+    sleep 3
+    for m in 1 2 3; do
+        etcdctl --endpoints="http://127.0.0.1:$((24110 + m))" endpoint status -w json 2>/dev/null |
+            $PY -c 'import json,sys; s=json.load(sys.stdin)[0]["Status"]; sys.exit(0 if s["header"]["member_id"]==s["leader"] else 1)' &&
+            { echo "m$m" >"$work/leader"; kill -9 "${etcd_pid_of[m$m]}"; }
+    done
+) & killer=$!
+election=$(load r1 12 "$work/election.tsv")
+wait $killer
+echo "# etcd leader $(cat "$work/leader" 2>/dev/null) killed under load: $election"
+[ -s "$work/leader" ] && check "a three-member etcd losing its leader under load: 0 failed inserts" "0" "$(field "$election" failed)" ||
+    fail "no etcd leader was found to kill"
+
+# --- 4: settings that are not usable ------------------------------------------
+ETCD_FRESH=24131
+etcd_start fresh $ETCD_FRESH 24231
+etcd_wait_up $ETCD_FRESH || fail "the fresh etcd did not start"
+saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$ETCD_FRESH"
+misconf() {  # NAME PORT EXPECTED_ERROR_PART CONFIG LINE
+    local started
+    node_up "$1" "$2" "" "$4" || { fail "$1 did not start"; return; }
+    wait_state "$1" misconfigured 10 || { fail "$1 is not misconfigured: $(q "$1" -c "SELECT state, last_error FROM shardid_coordination()")"; return; }
+    case $(q "$1" -c "SELECT last_error FROM shardid_coordination()") in
+    *"$3"*) pass "\"$4\": misconfigured, saying so: $(q "$1" -c "SELECT last_error FROM shardid_coordination()")" ;;
+    *) fail "\"$4\": the error does not name the setting and value: $(q "$1" -c "SELECT last_error FROM shardid_coordination()")" ;;
+    esac
+    started=$(date +%s%3N)
+    check "\"$4\": a generator fails with 55000 at once" "55000: the etcd settings of this node are not usable" \
+        "$(q_err "$1" "SELECT next_snowflake_id(5)")"
+    [ $(($(date +%s%3N) - started)) -lt 1500 ] || fail "\"$4\": the generator waited $(($(date +%s%3N) - started)) ms"
+}
+misconf x1 $((base + 41)) "shardid.etcd_prefix = 'noslash' is not usable" "shardid.etcd_prefix = 'noslash'"
+misconf x2 $((base + 42)) "shardid.etcd_endpoints is not usable: \"127.0.0.1:$ETCD_FRESH\"" "shardid.etcd_endpoints = '127.0.0.1:$ETCD_FRESH'"
+misconf x3 $((base + 43)) "shardid.etcd_lease_ttl = 1s is out of range" "shardid.etcd_lease_ttl = 1"
+misconf x4 $((base + 44)) "shardid.etcd_node_id_min = 9 is above shardid.etcd_node_id_max = 3" "shardid.etcd_node_id_min = 9
+shardid.etcd_node_id_max = 3"
+misconf x5 $((base + 45)) "could not read the password file \"/nonexistent/pw\"" "shardid.etcd_user = 'u'
+shardid.etcd_password_file = '/nonexistent/pw'"
+ETCD_URLS=$saved
+check "misconfigured nodes wrote no key anywhere" "0" \
+    "$(etcdctl --endpoints="http://127.0.0.1:$ETCD_FRESH" get "" --prefix --keys-only | grep -c .)"
+
+# --- 5: states -----------------------------------------------------------------
+kill9 u1
+node_start u1 || fail "u1 did not restart"
+wait_state u1 waiting 5 && pass "after kill -9 and a fast restart: \"waiting\" for its own old lease, not refused by itself" ||
+    fail "after kill -9: state $(q u1 -c "SELECT state, last_error FROM shardid_coordination()")"
+wait_state u1 held 20 && pass "then \"held\" once etcd expired the old lease" || fail "u1 did not claim again"
+sb=$(pg_tmpdir); coord_dirs+=("$sb"); dir_of[sb]=$sb; port_of[sb]=$((base + 51))
+as_pg "$PG_BIN/pg_basebackup" -h "${dir_of[u1]}" -p "${port_of[u1]}" -U postgres -D "$sb/data" -X stream -R >/dev/null 2>&1 ||
+    fail "pg_basebackup failed"
+echo "unix_socket_directories = '$sb'" | as_pg tee -a "$sb/data/postgresql.conf" >/dev/null
+node_start sb || fail "the standby did not start"
+wait_state sb standby 10 && pass "a streaming standby: \"standby\"" || fail "the standby's state: $(q sb -c "SELECT state FROM shardid_coordination()")"
+plain=$(pg_tmpdir); coord_dirs+=("$plain"); dir_of[plain]=$plain; port_of[plain]=$((base + 52))
+cluster_init "$plain" "shared_preload_libraries = 'shardid'" && node_start plain && q plain -c "CREATE EXTENSION shardid"
+check "node ids from settings, none set: \"unset\"" "setting|unset" "$(q plain -c "SELECT source, state FROM shardid_coordination()")"
+
+# --- 6: a counter key edited to nonsense ---------------------------------------
+PREFIX=/o6
+ectl put "$PREFIX/counter/generator" banana >/dev/null
+node_up c1 $((base + 61)) "" "shardid.etcd_wait = 2s" || fail "c1 did not start"
+wait_state c1 held 10 || fail "c1 did not claim"
+check "a counter key edited to nonsense: no generator id is taken" "55000: no DecimalId generator id could be taken from etcd" \
+    "$(q_err c1 "SELECT next_decimal_id()")"
+wait_state c1 refused 5 && case $(q c1 -c "SELECT last_error FROM shardid_coordination()") in
+*"the key \"$PREFIX/counter/generator\" holds \"banana\""*) pass "a counter key edited to nonsense: \"refused\", naming the key" ;;
+*) fail "a nonsense counter key: $(q c1 -c "SELECT last_error FROM shardid_coordination()")" ;;
+esac || fail "a nonsense counter key: state $(q c1 -c "SELECT state, last_error FROM shardid_coordination()")"
+ectl put "$PREFIX/counter/generator" 0 >/dev/null
+check "once the key is fixed, generator ids are taken again" "ok" "$(q_err c1 "SELECT next_decimal_id()")"
+
+# --- 7: etcd loses its data -----------------------------------------------------
+ETCD_LOST=24141
+etcd_start lost $ETCD_LOST 24241
+etcd_wait_up $ETCD_LOST || fail "etcd 'lost' did not start"
+saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$ETCD_LOST"; PREFIX=/o7
+node_up a1 $((base + 71)) "" "shardid.launch_id = 5" || fail "a1 did not start"
+wait_state a1 held 10 || fail "a1 did not claim"
+a_gen=$(q a1 -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id")
+a_id=$(held_id a1)
+mark_before=$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/mark/$a_id")
+kill -9 "${etcd_pid_of[lost]}"; wait "${etcd_pid_of[lost]}" 2>/dev/null
+rm -rf "$work/etcd-lost"
+etcd_start lost $ETCD_LOST 24241
+etcd_wait_up $ETCD_LOST || fail "the empty etcd did not start"
+for _ in $(seq 1 200); do
+    [ "$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/counter/generator")" = "$a_gen" ] && break
+    sleep 0.1
+done
+wait_state a1 held 20 || fail "a1 did not claim again on the empty etcd"
+node_up b1 $((base + 72)) "" "shardid.launch_id = 5" || fail "b1 did not start"
+ETCD_URLS=$saved; PREFIX=/o1
+wait_state b1 held 10 || fail "b1 did not claim"
+b_gen=$(q b1 -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id")
+[ -n "$b_gen" ] && [ "$b_gen" != "$a_gen" ] &&
+    pass "etcd lost its data: the live node raised the counter to its floor; a new node got generator id $b_gen, not the live node's $a_gen" ||
+    fail "etcd lost its data: the new node got generator id '${b_gen:-?}', the live node holds $a_gen"
+mark_after=$(etcdctl --endpoints="http://127.0.0.1:$ETCD_LOST" get --print-value-only "/o7/mark/$(held_id a1)")
+[ "${mark_after:-0}" -ge "${mark_before:-1}" ] 2>/dev/null && pass "no mark went backwards for the live node ($mark_before, then $mark_after)" ||
+    fail "the live node's mark went from ${mark_before:-?} to ${mark_after:-?}"
+
+for n in u1 r1 x1 c1 a1 b1; do q "$n" -c "SELECT 1" >/dev/null 2>&1 || fail "node $n is down (a crash?)"; done
+grep -l "was terminated by signal" "${coord_dirs[@]/%//server.log}" 2>/dev/null | grep -q . &&
+    fail "a server log records a crashed process" || pass "no process crashed"
