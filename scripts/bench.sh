@@ -272,8 +272,11 @@ if [ $smoke = no ]; then
     # The failover pause under Patroni: the coordination suite's scenario 7
     # measures it (three members on etcd, kill -9 of the leader under load).
     bash test/coord/patroni.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
+    # Inserts while etcd pauses 5 s and while its leader dies: the outage
+    # suite measures them (test/coord/outage.sh, a load client timing each).
+    bash test/coord/outage.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
 else
-    echo "  (the Patroni failover pause: a full run takes it from test/coord/patroni.sh)"
+    echo "  (the Patroni failover pause and inserts during etcd's hiccups: a full run takes them from test/coord/patroni.sh and test/coord/outage.sh)"
 fi
 echo
 

@@ -105,6 +105,17 @@ std::string describe_holder(const std::string& value)
     return "an unknown holder (the key holds \"" + printable(value) + "\")";
 }
 
+bool is_holder(const std::string& value)
+{
+    try {
+        const nlohmann::json j = nlohmann::json::parse(value);
+        return j.is_object() && j.value("host", nlohmann::json()).is_string() &&
+               j.value("port", nlohmann::json()).is_number_integer();
+    } catch (...) {
+        return false;
+    }
+}
+
 bool same_node(const std::string& value, const Holder& me)
 {
     try {

@@ -191,6 +191,8 @@ std::string describe_holder(const std::string& value);
 // restart, which etcd has not expired yet. A clone (same system identifier
 // elsewhere) is another node.
 bool same_node(const std::string& value, const Holder& me);
+// Whether a node key's value is a holder's record at all.
+bool is_holder(const std::string& value);
 
 // Endpoints: "http://h:p[,https://h:p...]". False, with a reason, for an
 // empty list or an entry that is not http(s)://host:port with no path.

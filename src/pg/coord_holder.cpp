@@ -125,7 +125,11 @@ bool Holder::take_id(int id)
         return true;
     waiting_ = t.kvs.size() == 1 && coord::same_node(t.kvs[0].value, me);
     refused_ = !waiting_;
-    if (waiting_)
+    if (t.kvs.size() == 1 && !coord::is_holder(t.kvs[0].value))
+        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(t.kvs[0].value, 40) +
+                                          "\", which shardid never writes: node id " + std::to_string(id) +
+                                          " is not used until it is fixed");
+    else if (waiting_)
         error(Condition::refused, "node id " + std::to_string(id) +
                                       " is still held by this node's previous lease (after a crash or a fast "
                                       "restart): waiting until etcd expires it");

@@ -171,8 +171,11 @@ TEST(Coord, SameNodeIsHostPortAndSystemIdentifier)
     coord::Holder other = me;
     other.system_identifier = "9999";
     EXPECT_FALSE(coord::same_node(coord::holder_value(other), me));
-    for (const char* bad : {"", "{", "[]", "{\"host\":1}", "null"})
+    for (const char* bad : {"", "{", "[]", "{\"host\":1}", "null"}) {
         EXPECT_FALSE(coord::same_node(bad, me)) << bad;
+        EXPECT_FALSE(coord::is_holder(bad)) << bad;
+    }
+    EXPECT_TRUE(coord::is_holder(coord::holder_value(clone)));
 }
 
 TEST(Coord, Endpoints)
