@@ -287,6 +287,25 @@ static bool read_counter(etcd::Client& client, const std::string& key, int64_t* 
     return false;
 }
 
+// The value and revision (0: absent) of the key of counter field k, in
+// *key; false when it cannot be read, reported, and a value shardid never
+// writes reported as a key edited by hand, with `until` said of it.
+bool Holder::counter_key_value(int k, const std::string& until, std::string* key, int64_t* current, int64_t* revision,
+                               bool* corrupt)
+{
+    std::string why;
+    *key = coord::counter_key(prefix_, node_state_fields[k].keyword);
+    if (read_counter(client_, *key, current, revision, &why, corrupt)) {
+        answered();
+        return true;
+    }
+    if (*corrupt)
+        error(Condition::corrupt_key, why + ": " + until);
+    else
+        failed("could not read \"" + *key + "\"", why);
+    return false;
+}
+
 void Holder::serve_counters()
 {
     CoordShared& c = coord_shared();
@@ -296,20 +315,14 @@ void Holder::serve_counters()
         const NodeCounter which = NodeCounter(k);
         if (c.counter_want[k].load() == 0 || c.counter_ready[k].load() >= 0)
             continue;
-        const std::string key = coord::counter_key(prefix_, node_state_fields[k].keyword);
-        std::string why;
+        std::string key, why;
         int64_t current = 0, revision = 0;
         bool corrupt = false;
-        if (!read_counter(client_, key, &current, &revision, &why, &corrupt)) {
-            if (corrupt) {
-                corrupt_ = true;
-                error(Condition::corrupt_key, why + ": no " + node_counter_name(which) + " is taken until it is fixed");
-            } else {
-                failed("could not read \"" + key + "\"", why);
-            }
+        if (!counter_key_value(k, std::string("no ") + node_counter_name(which) + " is taken until it is fixed", &key,
+                               &current, &revision, &corrupt)) {
+            corrupt_ |= corrupt;
             continue;
         }
-        answered();
         corrupt_ = false;
         ended(Condition::corrupt_key);
         const int64_t next = std::max(current, counter_floor(which)) + 1;
@@ -340,16 +353,12 @@ bool Holder::raise_counters()
         const int64_t floor = counter_floor(NodeCounter(k));
         if (floor < 0)
             continue;
-        const std::string key = coord::counter_key(prefix_, node_state_fields[k].keyword);
-        std::string why;
+        std::string key, why;
         int64_t current = 0, revision = 0;
         bool corrupt = false;
-        if (!read_counter(client_, key, &current, &revision, &why, &corrupt)) {
+        if (!counter_key_value(k, "it is not raised to this node's floor until it is fixed", &key, &current, &revision,
+                               &corrupt)) {
             corrupt_any |= corrupt;
-            if (corrupt)
-                error(Condition::corrupt_key, why + ": it is not raised to this node's floor until it is fixed");
-            else
-                failed("could not read \"" + key + "\"", why);
             all = false;
             continue;
         }

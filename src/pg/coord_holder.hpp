@@ -36,6 +36,8 @@ private:
     void renew_window();
     bool record_window(int id, int64_t end);
     void serve_counters();
+    bool counter_key_value(int k, const std::string& until, std::string* key, int64_t* current, int64_t* revision,
+                           bool* corrupt);
     bool raise_counters();
     void lose_claim(const std::string& why);
     void release();
