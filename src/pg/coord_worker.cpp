@@ -193,6 +193,8 @@ namespace {
 bool usable_settings(etcd::Config* config, std::string* why)
 {
     std::string reason;
+    if (!etcd_numbers(why))
+        return false;
     const char* prefix = etcd_prefix ? etcd_prefix : "";
     if (!coord::valid_prefix(prefix, &reason)) {
         *why = "shardid.etcd_prefix = '" + printable(prefix) + "' is not usable: " + reason;

@@ -16,6 +16,7 @@
 #include "core/coord.hpp"
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
+#include "core/text.hpp"
 #include "core/uuidv7.hpp"
 #include "pg/etcd_settings.hpp"
 #include "pg/pg.hpp"
@@ -40,6 +41,7 @@ int node_id_source_setting = int(NodeIdSourceSetting::setting);
 char* etcd_endpoints = nullptr;
 char* etcd_prefix = nullptr;
 int etcd_lease_ttl_s = 10;
+char* etcd_lease_ttl_text = nullptr;
 char* etcd_user = nullptr;
 char* etcd_password_file = nullptr;
 char* etcd_cacert = nullptr;
@@ -47,6 +49,8 @@ char* etcd_cert = nullptr;
 char* etcd_key = nullptr;
 int etcd_node_id_min = 0;
 int etcd_node_id_max = 1023;
+char* etcd_node_id_min_text = nullptr;
+char* etcd_node_id_max_text = nullptr;
 int etcd_wait_ms = 10000;
 
 namespace {
@@ -145,10 +149,10 @@ const Setting settings[] = {
     {"shardid.etcd_prefix", Kind::string, &etcd_prefix, "The etcd key prefix under which shardid keeps its keys.",
      "Nodes that share a prefix share node ids and counters.", 0, 0, 0, "/shardid", nullptr, PGC_POSTMASTER,
      coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_lease_ttl", Kind::integer, &etcd_lease_ttl_s, "TTL of this node's etcd lease (2 s to 300 s).",
+    {"shardid.etcd_lease_ttl", Kind::string, &etcd_lease_ttl_text, "TTL of this node's etcd lease (2 s to 300 s).",
      "The node stops issuing IDs a margin before the lease can expire when it cannot renew it; another node can take "
      "its id after it expired.",
-     10, 0, INT_MAX, nullptr, nullptr, PGC_POSTMASTER, GUC_UNIT_S | coord_flags, nullptr, nullptr, true},
+     0, 0, 0, "10s", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_user", Kind::string, &etcd_user, "etcd user name (empty: no authentication).", nullptr, 0, 0, 0, "",
      nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.", nullptr,
@@ -159,11 +163,12 @@ const Setting settings[] = {
      PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
     {"shardid.etcd_key", Kind::string, &etcd_key, "Client key file for etcd.", nullptr, 0, 0, 0, "", nullptr,
      PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_node_id_min", Kind::integer, &etcd_node_id_min, "Lowest node id claimed when shardid.node_id is -1.",
-     nullptr, 0, 0, INT_MAX, nullptr, nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_node_id_max", Kind::integer, &etcd_node_id_max,
+    {"shardid.etcd_node_id_min", Kind::string, &etcd_node_id_min_text,
+     "Lowest node id claimed when shardid.node_id is -1.", nullptr, 0, 0, 0, "0", nullptr, PGC_POSTMASTER, coord_flags,
+     nullptr, nullptr, true},
+    {"shardid.etcd_node_id_max", Kind::string, &etcd_node_id_max_text,
      "Highest node id claimed when shardid.node_id is -1.",
-     "Keep it within the node field of every scheme in use (1023 fits them all).", 1023, 0, INT_MAX, nullptr, nullptr,
+     "Keep it within the node field of every scheme in use (1023 fits them all).", 0, 0, 0, "1023", nullptr,
      PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
 };
 
@@ -206,6 +211,35 @@ void define_settings()
         }
     }
     MarkGUCPrefixReserved("shardid");
+}
+
+// The etcd settings that are numbers, read from their text: they are text
+// settings so that a malformed value reaches the coordinator as given
+// (PostgreSQL would replace it by the default at server start).
+bool etcd_numbers(std::string* why)
+{
+    struct Number {
+        const char* name;
+        const char* text;
+        int flags;
+        int* out;
+    };
+    const Number numbers[] = {
+        {"shardid.etcd_lease_ttl", etcd_lease_ttl_text, GUC_UNIT_S, &etcd_lease_ttl_s},
+        {"shardid.etcd_node_id_min", etcd_node_id_min_text, 0, &etcd_node_id_min},
+        {"shardid.etcd_node_id_max", etcd_node_id_max_text, 0, &etcd_node_id_max},
+    };
+    for (const Number& n : numbers) {
+        const char* hint = nullptr;
+        int value = 0;
+        if (n.text == nullptr || !parse_int(n.text, &value, n.flags, &hint) || value < 0) {
+            *why = std::string(n.name) + " = '" + printable(n.text ? n.text : "") + "' is not " +
+                   (n.flags == GUC_UNIT_S ? "a time (such as 10s)" : "a whole number of at least 0");
+            return false;
+        }
+        *n.out = value;
+    }
+    return true;
 }
 
 // The etcd client's configuration, from the shardid.etcd_* settings.

@@ -32,7 +32,7 @@ inline bool coord_enabled() { return node_id_source_setting == int(NodeIdSourceS
 // The etcd claim (src/pg/coord_worker.cpp, src/pg/coord_claim.cpp).
 extern char* etcd_endpoints;
 extern char* etcd_prefix;
-extern int etcd_lease_ttl_s;
+extern int etcd_lease_ttl_s;  // these three are read from their text by etcd_numbers() (etcd_settings.hpp)
 extern char* etcd_user;
 extern char* etcd_password_file;
 extern char* etcd_cacert;

@@ -155,6 +155,7 @@ misconf() {  # NAME PORT EXPECTED_ERROR_PART CONFIG LINES
 misconf x1 $((base + 41)) "shardid.etcd_prefix = 'noslash' is not usable" "shardid.etcd_prefix = 'noslash'"
 misconf x2 $((base + 42)) "shardid.etcd_endpoints is not usable: \"127.0.0.1:$ETCD_FRESH\"" "shardid.etcd_endpoints = '127.0.0.1:$ETCD_FRESH'"
 misconf x3 $((base + 43)) "shardid.etcd_lease_ttl = 1s is out of range" "shardid.etcd_lease_ttl = 1"
+misconf x6 $((base + 46)) "shardid.etcd_lease_ttl = 'ten' is not a time" "shardid.etcd_lease_ttl = 'ten'"
 misconf x4 $((base + 44)) "shardid.etcd_node_id_min = 9 is above shardid.etcd_node_id_max = 3" "shardid.etcd_node_id_min = 9
 shardid.etcd_node_id_max = 3"
 misconf x5 $((base + 45)) "could not read the password file \"/nonexistent/pw\"" "shardid.etcd_user = 'u'
