@@ -9,15 +9,10 @@
 // run(), which never raises an ERROR (in a background worker without an
 // error handler one would end the process, which the postmaster restarts a
 // second later).
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
-#include <map>
 #include <string>
-
-#include <unistd.h>
 
 #include "core/coord.hpp"
 #include "core/text.hpp"
