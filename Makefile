@@ -53,7 +53,26 @@ override autodepend = yes
 EXTRA_CLEAN = tmp_check results regression.diffs regression.out build log
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
+# pg_config alone (Debian's libpq-dev) has no PGXS: the server headers are
+# missing.
+ifeq ($(wildcard $(PGXS)),)
+$(error the server headers of $(shell $(PG_CONFIG) --version) are not installed: on Debian and Ubuntu, apt-get install postgresql-server-dev-$(shell $(PG_CONFIG) --version | sed -E 's/^PostgreSQL ([0-9]+).*/\1/'))
+endif
 include $(PGXS)
+
+# The other build dependencies, each with the Debian package that has it: a
+# missing one stops the build naming the package, not with a compiler error.
+# Not checked for targets that compile nothing.
+BUILD_DEPS = curl/curl.h:libcurl4-openssl-dev nlohmann/json.hpp:nlohmann-json3-dev
+ifneq ($(filter-out clean distclean maintainer-clean dist,$(or $(MAKECMDGOALS),all)),)
+ifeq ($(shell $(CXX) -std=c++17 -x c++ -E - </dev/null >/dev/null 2>&1 && echo ok),)
+$(error the C++ compiler $(CXX) does not run or lacks C++17: on Debian and Ubuntu, apt-get install g++)
+endif
+missing_deps := $(strip $(foreach d,$(BUILD_DEPS),$(if $(shell printf '\043include <%s>\n' $(word 1,$(subst :, ,$(d))) | $(CXX) -std=c++17 -x c++ -E - >/dev/null 2>&1 && echo ok),,$(word 2,$(subst :, ,$(d))))))
+ifneq ($(missing_deps),)
+$(error build dependencies are missing: on Debian and Ubuntu, apt-get install $(missing_deps))
+endif
+endif
 
 # shmem_request_hook and custom WAL resource managers came in PostgreSQL 15.
 ifneq ($(filter 8.% 9.% 10 11 12 13 14,$(MAJORVERSION)),)

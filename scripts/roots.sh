@@ -19,6 +19,7 @@ root_suite() {
         15) echo bookworm ;;
         17) echo trixie ;;
         18) echo sid ;;
+        19) echo sid ;;  # from experimental, on top of sid (root_sources)
         *) return 1 ;;
     esac
 }
@@ -27,11 +28,14 @@ root_dir() { echo "$SHARDID_ROOTS/pg$1"; }
 
 # What goes into a root: the server, what builds and packages shardid
 # (pg_buildext, debhelper), what its tests use (libpqxx, the TAP framework's
-# IPC::Run, libfaketime, and on 17 pg_partman).
+# IPC::Run, libfaketime, on 17 pg_partman, on 15 what README's package
+# commands use).
 root_packages() {
     local extra=""
     # pg_partman 5 for the partitioning tests (trixie ships 5.2).
     [ "$1" = 17 ] && extra=" postgresql-17-partman"
+    # The README's package commands (mk-build-deps) run on 15's root.
+    [ "$1" = 15 ] && extra=" devscripts equivs"
     echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \
          "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps" \
          "libcurl4-openssl-dev nlohmann-json3-dev$extra"
@@ -39,14 +43,32 @@ root_packages() {
 
 # The recipe a cached root was built from: a different release or mirror
 # rebuilds it, a different package list installs what is new.
-root_base() { echo "recipe 2; suite $(root_suite "$1"); mirror $DEBIAN_MIRROR"; }
+root_base() { echo "recipe 2; suite $(root_suite "$1")$(root_sources "$1"); mirror $DEBIAN_MIRROR"; }
+
+# Releases a root takes packages from besides its suite: PostgreSQL 19 is
+# in experimental only. Everything else comes from the suite; then the
+# server alone from experimental (-t experimental for all would pull
+# experimental's perl, libc and the rest into the root).
+root_sources() { [ "$1" = 19 ] && echo " + experimental"; }
+root_install_command() {
+    local base=$(root_packages "$1") server="postgresql-$1 postgresql-server-dev-$1"
+    local apt="DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
+    if [ -n "$(root_sources "$1")" ]; then
+        base=$(sed "s/\bpostgresql-$1 postgresql-server-dev-$1 //" <<<"$base")
+        echo "apt-get update -qq && $apt $base && $apt -t experimental $server"
+    else
+        echo "apt-get update -qq && $apt $base"
+    fi
+}
 root_recipe() { root_base "$1"; echo "packages $(root_packages "$1")"; }
 
 # root_install V DIR: the packages of the recipe, into the root in DIR.
 root_install() {
     local log="$SHARDID_ROOTS/packages-$1.log"
-    if ! SHARDID_ROOT_OVERRIDE=$2 root_run "$1" sh -c \
-        "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(root_packages "$1")" \
+    if [ -n "$(root_sources "$1")" ]; then
+        echo "deb $DEBIAN_MIRROR experimental main" | as_root tee "$2/etc/apt/sources.list.d/experimental.list" >/dev/null
+    fi
+    if ! SHARDID_ROOT_OVERRIDE=$2 root_run "$1" sh -c "$(root_install_command "$1")" \
         >"$log" 2>&1; then
         tail -20 "$log" >&2
         return 1

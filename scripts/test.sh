@@ -8,8 +8,8 @@
 #   - fault, hostile, multi-node and randomness scenarios on real servers,
 #   - the one-version-truth check (control file, META.json, debian/, SQL),
 # all on PostgreSQL 15 natively; then, in cached Debian roots (scripts/
-# roots.sh), the Debian package of PostgreSQL 15, 17 and 18 and, on 17 and
-# 18, pg_regress, the integration tests and the TAP scenarios against it.
+# roots.sh), the Debian package of PostgreSQL 15, 17, 18 and 19 and, on 17,
+# 18 and 19, pg_regress, the integration tests and the TAP scenarios against it.
 # Works as root (servers run as the postgres OS user) or as a user with sudo.
 # Ends with one line "N passed, N failed"; exits non-zero on any failure.
 set -u
@@ -87,7 +87,7 @@ for script in $(suite_files script); do
     record_script "$(basename "$(dirname "$script")") ($PGV, $(basename "$script" .sh))" "$out" $?
 done
 
-# --- PostgreSQL 17 and 18, and the Debian package of each version ----------
+# --- PostgreSQL 17, 18 and 19, and the Debian package of each version ------
 # Each runs in a Debian root of the release that ships it (scripts/roots.sh,
 # cached in /var/cache/shardid-test): the package is built there with
 # dpkg-buildpackage, installed into the root and tested (pg_buildext
@@ -96,7 +96,7 @@ done
 # PostgreSQL 15's own suites ran natively above; its root checks the package.
 . scripts/roots.sh
 # SHARDID_PG_VERSIONS="" runs none of them (set but empty is not unset).
-for v in ${SHARDID_PG_VERSIONS-15 17 18}; do
+for v in ${SHARDID_PG_VERSIONS-15 17 18 19}; do
     started=$SECONDS
     if ! root_ensure "$v"; then broken "PG $v (Debian root)" "could not build the root"; continue; fi
     log "PostgreSQL $v root ready in $((SECONDS - started))s"

@@ -20,6 +20,7 @@
 
 extern "C" {
 #include "miscadmin.h"
+#include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "access/xact.h"
 #include "access/xlog.h"
@@ -324,5 +325,55 @@ void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t
     if (wal_logging())
         confirm_covered(*state, layout, tick_ms);
 }
+
+// A clean stop brings the node's time mark down to what was issued. The mark
+// runs ahead of the IDs (lease::time_target()), so that generators rarely
+// wait for a write; a restart resumes above it, so without this every
+// restart would date IDs up to that lead ahead of the clock, as a clock that
+// stepped back does. At the postmaster's exit after a clean shutdown no
+// process that could issue an ID is left, and the slots hold the highest ID
+// each shape issued: every issued tick starts before the highest slot tick's
+// start + 1 ms. The floors the node started above (restart, etcd claim)
+// stay covered. Not on a standby (its mark is its primary's, from WAL), not
+// after a crash (shared memory is not trusted then), never raised.
+namespace {
+void settle_mark_at_exit(int code, Datum)
+{
+    if (code != 0 || IsUnderPostmaster || !IsPostmasterEnvironment || shared == nullptr || shared->state_unreadable ||
+        RecoveryInProgress())
+        return;
+    int64 mark = std::max(shared->restart_floor_ms.load(), shared->claim_floor_ms.load());
+    for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
+        const Slot& slot = shared->slots[i];
+        const Layout layout = slot.shape.layout(slot.name);
+        const uint64_t last = slot.state.last.load(std::memory_order_acquire);
+        if (!lease::is_coarse(layout.unit_ms) && last != 0)
+            mark = std::max<int64>(mark, layout.ms_of_tick(int64_t(layout.packed_tick(last))) + 1);
+    }
+    if (mark >= shared->lease_until_ms.load())
+        return;
+    const int64 was = shared->lease_until_ms.load();
+    PG_TRY();
+    {
+        shared->lease_until_ms.store(mark);
+        state_file_write(persisted_state());
+        ereport(LOG, (errmsg("shardid lowered the node's time mark by %lld ms to the last issued tick at shutdown",
+                             (long long)(was - mark)),
+                      errdetail("A restart resumes at the wall clock instead of %lld ms ahead of it.",
+                                (long long)(was - mark))));
+    }
+    PG_CATCH();
+    {
+        // The mark stays where it was: a restart resumes above it, as before.
+        EmitErrorReport();
+        FlushErrorState();
+    }
+    PG_END_TRY();
+}
+}  // namespace
+
+// before_shmem_exit: the postmaster detaches shared memory in its on_shmem_exit
+// callbacks, and on_proc_exit ones run after those.
+void settle_mark_at_clean_exit() { before_shmem_exit(settle_mark_at_exit, 0); }
 
 }  // namespace shardid::pg

@@ -184,6 +184,7 @@ void shmem_init()
     shmem_request_hook = request_hook;
     prev_shmem_startup_hook = shmem_startup_hook;
     shmem_startup_hook = startup_hook;
+    settle_mark_at_clean_exit();
 }
 
 SlotState* slot_for(const Layout& layout)

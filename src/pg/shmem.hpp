@@ -63,6 +63,9 @@ DecimalState* decimal_state(Oid database);
 // process): the mark, the floor new slots resume above, the counter floors
 // and layout marks only ever go up; the state file is written too.
 void replay_node_state(const NodeState& state);
+// In the postmaster (shmem_init()): at its exit after a clean shutdown, the
+// node's time mark comes down to the last issued tick (persist.cpp).
+void settle_mark_at_clean_exit();
 
 // Values taken from the extension's sequences that must never come back on
 // this node: DecimalId generator ids and call-number run ids.

@@ -134,3 +134,49 @@ for page in "${pages[@]}"; do
     done < <(split_page "$page" "$work")
     rm -rf "$work"
 done
+
+# README's function reference: where a row's notes name a volatility
+# (IMMUTABLE, STABLE, VOLATILE) or STRICT, every function the row names has
+# it in the catalog, in every overload.
+if [ ${#@} -eq 0 ]; then
+    cluster_psql "$dir" "$port" -d doc_readme -c "CREATE EXTENSION IF NOT EXISTS shardid" >/dev/null 2>&1
+    procs=$(cluster_psql "$dir" "$port" -d doc_readme -At -F' ' -c "
+        SELECT p.proname, p.provolatile, p.proisstrict FROM pg_catalog.pg_proc p
+          JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+          JOIN pg_catalog.pg_extension e ON e.oid = d.refobjid AND e.extname = 'shardid'")
+    wrong=$(PROCS=$procs python3 - <<'PY'
+import os, re
+procs = {}
+for line in os.environ["PROCS"].splitlines():
+    name, vol, strict = line.split()
+    procs.setdefault(name, []).append((vol, strict == "t"))
+text = open("README.md", encoding="utf-8").read()
+section = re.search(r"^## Function reference\n(.*?)^## ", text, re.M | re.S).group(1)
+checked = 0
+for row in re.findall(r"^\| (.*) \|$", section, re.M):
+    cells = [c.strip() for c in row.split(" | ")]
+    if len(cells) < 3:
+        continue
+    notes = re.match(r"^`([A-Z ]+)`", cells[2])
+    if not notes:
+        continue
+    words = notes.group(1).split()
+    vol = {"IMMUTABLE": "i", "STABLE": "s", "VOLATILE": "v"}
+    for fn in re.findall(r"`([a-z_0-9]+)\(", cells[0]):
+        if fn not in procs:
+            print(f"{fn} (not a function of the extension)")
+            continue
+        for v, strict in procs[fn]:
+            checked += 1
+            if any(w in vol and vol[w] != v for w in words) or ("STRICT" in words and not strict):
+                print(f"{fn} is {dict((b, a) for a, b in vol.items())[v]}{' STRICT' if strict else ''}, not {' '.join(words)}")
+if not checked:
+    print("no row of the function reference was checked")
+PY
+)
+    if [ -z "$wrong" ]; then
+        pass "doc README.md: the function reference's volatility and STRICT match the catalog"
+    else
+        fail "doc README.md: the function reference contradicts the catalog: $(tr '\n' ';' <<<"$wrong")"
+    fi
+fi

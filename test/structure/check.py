@@ -11,6 +11,9 @@
             docs/testing.md names every suite folder;
   settings  every setting of src/pg/settings.cpp's table is in README.md's
             settings table, and every setting there is in the table;
+  errors    every SQLSTATE the code raises (an ERRCODE_ of src/, a RAISE of
+            the current install script, P0001 for a RAISE without one) is in
+            README.md's errors table, and every code there is raised;
   format    src/ and the C++ tests are as .clang-format formats them.
 
 `check.py ROOT` prints PASS/FAIL lines; `check.py --self-test ROOT` plants
@@ -169,6 +172,64 @@ def check_settings(root):
     return fails
 
 
+def errcodes():
+    """PostgreSQL's errcodes.txt: macro and condition name -> SQLSTATE."""
+    paths = sorted(glob.glob("/usr/share/postgresql/*/errcodes.txt"))
+    table = {}
+    if not paths:
+        return table
+    with open(paths[-1], encoding="utf-8") as f:
+        for line in f:
+            m = re.match(r"^([0-9A-Z]{5})\s+[EWS]\s+(ERRCODE_[A-Z_0-9]+)(?:\s+([a-z_0-9]+))?", line)
+            if m:
+                table[m.group(2)] = m.group(1)
+                if m.group(3):
+                    table[m.group(3)] = m.group(1)
+    return table
+
+
+def raised_codes(root):
+    """SQLSTATEs the code can raise, each with where one is raised."""
+    table = errcodes()
+    found = {}
+    for rel in sources(root):
+        with open(os.path.join(root, "src", rel), encoding="utf-8") as f:
+            for name in re.findall(r"\b(ERRCODE_[A-Z_0-9]+)\b", f.read()):
+                found.setdefault(table.get(name, name), f"src/{rel} ({name})")
+    with open(os.path.join(root, "shardid.control"), encoding="utf-8") if os.path.exists(
+            os.path.join(root, "shardid.control")) else open(os.devnull) as f:
+        m = re.search(r"default_version\s*=\s*'([^']+)'", f.read())
+    script = os.path.join(root, "sql", f"shardid--{m.group(1) if m else '1.2'}.sql")
+    with open(script, encoding="utf-8") as f:
+        for stmt in re.findall(r"RAISE\s+EXCEPTION\b[^;]*;", f.read(), re.S):
+            code = re.search(r"ERRCODE\s*=\s*'([a-z_0-9A-Z]+)'", stmt)
+            name = code.group(1) if code else "raise_exception"
+            found.setdefault(table.get(name, name), f"{os.path.basename(script)} ({name})")
+    return found
+
+
+# Codes PostgreSQL raises on shardid's behalf, from what shardid asks of it.
+RAISED_BY_POSTGRES = {"42602": "MarkGUCPrefixReserved (a misspelt shardid. setting)"}
+
+
+def check_errors(root):
+    raised = dict(RAISED_BY_POSTGRES, **raised_codes(root))
+    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = re.search(r"^## Errors\n(.*?)^## ", text, re.M | re.S)
+    listed = set()
+    for row in re.findall(r"^\| ([^|]+) \|", section.group(1) if section else "", re.M):
+        listed |= set(re.findall(r"\b([0-9A-Z]{5}) `", row))
+    fails = []
+    if not section or not listed:
+        fails.append("README.md has no errors table under '## Errors'")
+    if not errcodes():
+        fails.append("PostgreSQL's errcodes.txt is not installed (Debian package postgresql-server-dev-N)")
+    fails += [f"README.md's errors table lacks {c}, raised in {raised[c]}" for c in sorted(set(raised) - listed)]
+    fails += [f"README.md's errors table lists {c}, which the code never raises" for c in sorted(listed - set(raised))]
+    return fails
+
+
 def cpp_files(root):
     files = sources(root)
     out = [os.path.join("src", f) for f in files]
@@ -190,7 +251,7 @@ def check_format(root):
 
 
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("suites", check_suites),
-          ("settings", check_settings), ("format", check_format)]
+          ("settings", check_settings), ("errors", check_errors), ("format", check_format)]
 
 
 def run(root):
@@ -227,6 +288,8 @@ def plant(root, name):
             text = f.read()
         with open(path, "w", encoding="utf-8") as f:
             f.write(re.sub(r"^\| `shardid\.etcd_prefix` \|.*\n", "", text, flags=re.M))
+    elif name == "errors":
+        append("src/pg/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
     elif name == "format":
         append("src/pg/trace.cpp", "int   badly_formatted ( ) {return 0 ;}\n")
 
@@ -235,10 +298,10 @@ def self_test(root):
     bad = 0
     for name, fn in CHECKS:
         with tempfile.TemporaryDirectory() as tmp:
-            for part in ("src", "test", "docs", "bench"):
+            for part in ("src", "test", "docs", "bench", "sql"):
                 shutil.copytree(os.path.join(root, part), os.path.join(tmp, part),
                                 ignore=shutil.ignore_patterns("*.o", "__pycache__"))
-            for part in ("README.md", ".clang-format"):
+            for part in ("README.md", ".clang-format", "shardid.control"):
                 shutil.copy(os.path.join(root, part), tmp)
             clean = fn(tmp)
             plant(tmp, name)

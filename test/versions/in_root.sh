@@ -50,12 +50,42 @@ package_suite() {
     cp -a . "$debdir/shardid-$semver/"
     rm -rf "$debdir/shardid-$semver/build" "$debdir/shardid-$semver/results"
     tar -C "$debdir" --exclude="shardid-$semver/debian" -czf "$debdir/shardid_$semver.orig.tar.gz" "shardid-$semver"
+    # On the README's release (PostgreSQL 15, Debian 12) the README's own
+    # commands build and install it, as a newcomer copies them.
+    local readme_block
+    readme_block=$(awk '/^```sh$/ {b=""; inb=1; next} /^```$/ {if (inb && b ~ /dpkg-buildpackage/) {printf "%s", b; exit} inb=0; next}
+                        inb {b = b $0 "\n"}' README.md)
+    if [ "$PG_MAJOR" = 15 ]; then
+        # In a copy of its own (mk-build-deps leaves files in the tree); apt
+        # answers its question itself.
+        mkdir -p "$work/readme" && cp -a "$debdir/shardid-$semver" "$work/readme/"
+        echo 'APT::Get::Assume-Yes "true";' >"$work/apt-yes.conf"
+        if [ -n "$readme_block" ] && (cd "$work/readme/shardid-$semver" && export APT_CONFIG="$work/apt-yes.conf" &&
+                                      set -e && eval "$readme_block") \
+            >"$work/readme-package.log" 2>&1 && dpkg -s "$pkg" >/dev/null 2>&1; then
+            out+=$'\n'"PASS README's package commands install the build dependencies, build and install $pkg"
+            dpkg --purge "$pkg" >/dev/null 2>&1
+        else
+            tail -30 "$work/readme-package.log"
+            out+=$'\n'"FAIL README's package commands failed: $(tr '\n' ';' <<<"$readme_block")"
+        fi
+    fi
     if (cd "$debdir/shardid-$semver" && PG_UPDATECONTROL=yes pg_buildext updatecontrol &&
         dpkg-buildpackage -us -uc) >"$work/dpkg-buildpackage.log" 2>&1; then
         out+=$'\n'"PASS dpkg-buildpackage builds the source and binary packages"
     else
         tail -30 "$work/dpkg-buildpackage.log"
         out+=$'\n'"FAIL dpkg-buildpackage failed"
+    fi
+    # updatecontrol rewrites debian/control from control.in: the build
+    # dependencies must survive it.
+    local builddeps
+    builddeps=$(sed -n '/^Build-Depends:/,/^[A-Z]/p' "$debdir/shardid-$semver/debian/control")
+    if grep -q libcurl4-openssl-dev <<<"$builddeps" && grep -q nlohmann-json3-dev <<<"$builddeps" &&
+       grep -q "^Package: postgresql-$PG_MAJOR-shardid" "$debdir/shardid-$semver/debian/control"; then
+        out+=$'\n'"PASS pg_buildext updatecontrol keeps every build dependency and names postgresql-$PG_MAJOR-shardid"
+    else
+        out+=$'\n'"FAIL debian/control after pg_buildext updatecontrol: $(tr '\n' ' ' <<<"$builddeps")"
     fi
     deb=$(ls "$debdir"/"${pkg}_${semver}"-*_*.deb 2>/dev/null | head -1)
     if [ -n "$deb" ] && ls "$debdir"/shardid_"$semver"-*.dsc >/dev/null 2>&1; then
