@@ -28,7 +28,12 @@ TableRows rows_with_key(Oid nsp, const char* table, const char* column, const ch
         elog(ERROR, "column \"%s\" of shardid table \"%s\" is missing", column, table);
 
     Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
+#if PG_VERSION_NUM >= 190000
+    // 19 added the caller's scan flags.
+    TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr, SO_NONE);
+#else
     TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr);
+#endif
     HeapTuple tuple;
     while ((tuple = heap_getnext(scan, ForwardScanDirection)) != nullptr) {
         bool isnull;

@@ -10,6 +10,9 @@ extern "C" {
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/timestamp.h"
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"  // VARDATA_ANY and friends; postgres.h stopped bringing them in 19
+#endif
 }
 
 // Supported: PostgreSQL 15 to 18 (README, "Supported versions"). Version

@@ -64,7 +64,12 @@ void attach_locked()
     // here. Nobody used it meanwhile: `shared` is set only by an attach.
     if (!found || aligned->magic != shared_magic) {
         memset(raw, 0, shared_size);
+#if PG_VERSION_NUM >= 190000
+        // 19 keeps the tranche's name in shared memory, for every process.
+        aligned->tranche = LWLockNewTrancheId("shardid");
+#else
         aligned->tranche = LWLockNewTrancheId();
+#endif
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
         coord_init(aligned->coord);
         NodeState st;
@@ -98,7 +103,9 @@ void attach_locked()
         }
         aligned->magic = shared_magic;
     }
+#if PG_VERSION_NUM < 190000
     LWLockRegisterTranche(aligned->tranche, "shardid");
+#endif
     shared = aligned;
 }
 

@@ -6,6 +6,7 @@
 #include "pg/pg.hpp"
 
 extern "C" {
+#include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "access/xact.h"
 #include "catalog/pg_collation_d.h"
@@ -349,20 +350,20 @@ extern "C" Datum shardid_created_within_support(PG_FUNCTION_ARGS)
 {
     Node* raw = reinterpret_cast<Node*>(PG_GETARG_POINTER(0));
     if (!IsA(raw, SupportRequestSimplify))
-        PG_RETURN_POINTER(nullptr);
+        PG_RETURN_DATUM(Datum(0));
     auto* req = reinterpret_cast<SupportRequestSimplify*>(raw);
     if (req->root == nullptr)
-        PG_RETURN_POINTER(nullptr);
+        PG_RETURN_DATUM(Datum(0));
     FuncExpr* call = req->fcall;
     int id_pos;
     Expr *lo, *hi;
     if (!implied_range(call->funcid, call->args, &id_pos, &lo, &hi))
-        PG_RETURN_POINTER(nullptr);
+        PG_RETURN_DATUM(Datum(0));
     lo = reinterpret_cast<Expr*>(eval_const_expressions(req->root, reinterpret_cast<Node*>(lo)));
     hi = reinterpret_cast<Expr*>(eval_const_expressions(req->root, reinterpret_cast<Node*>(hi)));
     List* range = range_clauses(static_cast<Expr*>(copy_node(list_nth(call->args, id_pos))), lo, hi);
     if (range == NIL)
-        PG_RETURN_POINTER(nullptr);
+        PG_RETURN_DATUM(Datum(0));
     // A new node for the call itself: simplification does not revisit what
     // a support function returns, so this does not recurse.
     PG_RETURN_POINTER(make_andclause(lcons(copy_node(call), range)));
