@@ -3,6 +3,7 @@
 // take counter values for backends, and give the claim back. The rules:
 // src/core/coord.hpp.
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 #include <string>
 
@@ -222,6 +223,16 @@ bool Holder::read_mark()
     // A mark lowered by hand, or lost with etcd's data, never lowers what
     // this node has seen.
     floor_ms_ = std::max(mark, seen_marks_[claimed_]);
+    // The negative control of test/nemesis only: the marks are not used, as
+    // if etcd had none, so that the run's checker must find IDs below a
+    // previous holder's. Set in the server's environment, never a setting.
+    static const bool ignore_marks = getenv("SHARDID_TESTING_IGNORE_ETCD_MARK") != nullptr;
+    if (ignore_marks) {
+        ereport(WARNING, (errmsg("shardid coordinator: SHARDID_TESTING_IGNORE_ETCD_MARK is set: the mark of node id %d "
+                                 "is ignored, and IDs may sort below the previous holder's",
+                                 claimed_)));
+        floor_ms_ = 0;
+    }
     return true;
 }
 

@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""The nemesis run's checker: judges a history of operations (one JSON
+object per line, as test/nemesis/nemesis.py writes it) and the fault
+schedule, and prints the summary; its last line is
+
+  anomalies: N (D duplicates, O order violations, B below a previous holder,
+  S shared counters, K key violations), M operations
+
+Usage: checker.py DIR [--control]   (DIR holds history.jsonl, faults.jsonl)
+Exit status 0 exactly when there is no anomaly (with --control: exactly
+when there is one).
+
+An operation: {"client", "node", "scheme", "kind", "t0", "t1", "outcome":
+"ok"|"fail"|"unknown", "value", "nid", "error"}; t0/t1 monotonic seconds,
+`nid` the node id the value carries (for DecimalIds the generator id, for
+call numbers the run id).
+
+  duplicates        a value returned twice for one scheme, on any nodes
+  order violations  one node id, one serving node: A completed before B was
+                    invoked, yet A's value >= B's (time-ordered schemes)
+  below a previous holder
+                    the same across two serving nodes of one node id: an ID
+                    at or below one another holder had returned before
+  shared counters   a DecimalId generator id or a call-number run id in
+                    values returned by two nodes
+  key violations    an INSERT refused by its primary key (23505): a
+                    duplicate the database caught
+"""
+import collections
+import json
+import os
+import sys
+
+ORDERED = {"snowflake", "trace", "uuidv7", "minute"}
+COUNTERS = {"decimal": "DecimalId generator id", "call": "call-number run id"}
+
+
+def load(path):
+    with open(path, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def judge(ops):
+    found = collections.Counter()
+    examples = collections.defaultdict(list)
+
+    def note(kind, text):
+        found[kind] += 1
+        if len(examples[kind]) < 5:
+            examples[kind].append(text)
+
+    ok = [o for o in ops if o["outcome"] == "ok"]
+    by_scheme = collections.defaultdict(collections.Counter)
+    for o in ok:
+        by_scheme[o["scheme"]][str(o["value"])] += 1
+    for scheme, values in by_scheme.items():
+        for v, n in values.items():
+            if n > 1:
+                note("duplicates", f"{scheme} {v} returned {n} times")
+    for o in ops:
+        if o["outcome"] == "fail" and (o.get("error") or "").startswith("23505"):
+            note("key violations", f"{o['scheme']} on {o['node']}: {o['error']}")
+
+    # Real-time order per node id: sweep the operations by invocation,
+    # adding those that completed before it, highest value per serving node.
+    groups = collections.defaultdict(list)
+    for o in ok:
+        if o["scheme"] in ORDERED and o["nid"] is not None:
+            groups[(o["scheme"], o["nid"])].append(o)
+    for (scheme, nid), group in groups.items():
+        by_end = sorted(group, key=lambda o: o["t1"])
+        highest = {}
+        i = 0
+        for b in sorted(group, key=lambda o: o["t0"]):
+            while i < len(by_end) and by_end[i]["t1"] < b["t0"]:
+                a = by_end[i]
+                if a["node"] not in highest or a["value"] > highest[a["node"]]["value"]:
+                    highest[a["node"]] = a
+                i += 1
+            for node, a in highest.items():
+                if a["value"] >= b["value"]:
+                    kind = "order violations" if node == b["node"] else "below a previous holder"
+                    note(kind, f"{scheme} node id {nid}: {a['value']} from {node} (done {a['t1']:.3f}) "
+                               f">= {b['value']} from {b['node']} (asked {b['t0']:.3f})")
+
+    owners = collections.defaultdict(set)
+    for o in ok:
+        if o["scheme"] in COUNTERS and o["nid"] is not None:
+            owners[(o["scheme"], o["nid"])].add(o["node"])
+    for (scheme, nid), nodes in owners.items():
+        if len(nodes) > 1:
+            note("shared counters", f"{COUNTERS[scheme]} {nid} in values of {', '.join(sorted(nodes))}")
+    return found, examples
+
+
+def overlaps(o, f):
+    return o["t0"] < f["t"] + f["d"] and o["t1"] > f["t"]
+
+
+def summary(ops, faults, start, end):
+    lines = []
+    kinds = collections.Counter(f["kind"] for f in faults)
+    lines.append(f"faults: {sum(kinds.values())} of {len(kinds)} kinds")
+    for k, n in sorted(kinds.items()):
+        lines.append(f"  {k:<22} {n}")
+    outcomes = collections.Counter(o["outcome"] for o in ops)
+    lines.append(f"operations: {len(ops)}  ok {outcomes['ok']}  failed {outcomes['fail']}  unknown {outcomes['unknown']}")
+    per_scheme = collections.Counter(o["scheme"] for o in ops)
+    lines.append("  by scheme: " + ", ".join(f"{s} {n}" for s, n in sorted(per_scheme.items())))
+    lines.append("availability (ok / operations overlapping a fault of the kind):")
+    overall = outcomes["ok"] / len(ops) if ops else 0
+    lines.append(f"  {'overall':<22} {overall:7.1%} of {len(ops)}")
+    calm = [o for o in ops if not any(overlaps(o, f) for f in faults)]
+    if calm:
+        lines.append(f"  {'no fault':<22} {sum(o['outcome'] == 'ok' for o in calm) / len(calm):7.1%} of {len(calm)}")
+    for k in sorted(kinds):
+        hit = [o for o in ops if any(f["kind"] == k and overlaps(o, f) for f in faults)]
+        if hit:
+            lines.append(f"  {k:<22} {sum(o['outcome'] == 'ok' for o in hit) / len(hit):7.1%} of {len(hit)}")
+    lines.append("longest gap without a successful ID, per node (and the faults on it then):")
+    for node in sorted({o["node"] for o in ops}):
+        times = sorted(o["t1"] for o in ops if o["node"] == node and o["outcome"] == "ok")
+        points = [start] + times + [end]
+        gap, at = max((b - a, a) for a, b in zip(points, points[1:]))
+        why = sorted({f"{f['kind']} {f['target']}" for f in faults
+                      if f["t"] < at + gap and f["t"] + f["d"] > at and (f["target"] == node or "etcd" in f["target"])})
+        lines.append(f"  {node:<6} {gap:6.1f} s from {at - start:6.1f} s  ({'; '.join(why) or 'no fault on it'})")
+    return lines
+
+
+def main():
+    args = sys.argv[1:]
+    control = "--control" in args
+    d = [a for a in args if a != "--control"][0]
+    ops = load(os.path.join(d, "history.jsonl"))
+    faults = load(os.path.join(d, "faults.jsonl")) if os.path.exists(os.path.join(d, "faults.jsonl")) else []
+    meta = json.load(open(os.path.join(d, "run.json"))) if os.path.exists(os.path.join(d, "run.json")) else {}
+    start = meta.get("start", min((o["t0"] for o in ops), default=0))
+    end = meta.get("end", max((o["t1"] for o in ops), default=0))
+    for line in summary(ops, faults, start, end):
+        print(line)
+    found, examples = judge(ops)
+    for kind, texts in examples.items():
+        print(f"{kind}, for example:")
+        for t in texts:
+            print(f"  {t}")
+    total = sum(found.values())
+    names = ["duplicates", "order violations", "below a previous holder", "shared counters", "key violations"]
+    parts = ", ".join(f"{found[n]} {n}" for n in names)
+    print(f"anomalies: {total} ({parts}), {len(ops)} operations")
+    if not ops:
+        return 1
+    return 0 if (total > 0) == control else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
