@@ -123,7 +123,7 @@ def summary(ops, faults, start, end):
         points = [start] + times + [end]
         gap, at = max((b - a, a) for a, b in zip(points, points[1:]))
         why = sorted({f"{f['kind']} {f['target']}" for f in faults
-                      if f["t"] < at + gap and f["t"] + f["d"] > at and (f["target"] == node or "etcd" in f["target"])})
+                      if f["t"] < at + gap and f["t"] + f["d"] > at and (f["target"] in (node, "holder-7=" + node) or "etcd" in f["target"])})
         lines.append(f"  {node:<6} {gap:6.1f} s from {at - start:6.1f} s  ({'; '.join(why) or 'no fault on it'})")
     return lines
 
@@ -137,6 +137,8 @@ def main():
     meta = json.load(open(os.path.join(d, "run.json"))) if os.path.exists(os.path.join(d, "run.json")) else {}
     start = meta.get("start", min((o["t0"] for o in ops), default=0))
     end = meta.get("end", max((o["t1"] for o in ops), default=0))
+    for f in faults:  # the schedule's times are seconds into the run
+        f["t"] += start
     for line in summary(ops, faults, start, end):
         print(line)
     found, examples = judge(ops)

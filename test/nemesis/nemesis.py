@@ -1,0 +1,623 @@
+#!/usr/bin/python3
+"""A fault-injection run in Jepsen's manner (test/nemesis/run.sh starts it).
+
+The system: four PostgreSQL nodes with node ids from etcd (n1 and n2 with
+`node_id = -1`; n3 and n4 both ask for node id 7, so the claim changes
+hands; n4's clock runs 30 s behind), a three-member etcd, and every link a
+client or a node uses through a TCP proxy of this process that the nemesis
+can cut in one direction or both (client -> node, node -> each etcd member).
+Clients, two per node, call the generators of six schemes in INSERT ...
+RETURNING and in SELECT, in autocommit, and record every operation: client,
+node, monotonic invocation and completion times, and its outcome (ok with
+the value and the node id it carries, failed, or unknown).
+
+The nemesis follows a schedule drawn from --seed before the run: faults
+that overlap, each printed as `fault KIND TARGET at T for D` when it
+starts. Afterwards test/nemesis/checker.py judges the whole history.
+
+Controls: --control same-id gives n3 and n4 node id 7 by setting;
+--control no-mark sets SHARDID_TESTING_IGNORE_ETCD_MARK in the servers'
+environment (the etcd mark is not used). Each must make the checker find
+anomalies.
+"""
+import argparse
+import json
+import os
+import random
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import psycopg2
+import psycopg2.extensions
+
+PG_BIN = os.environ["PG_BIN"]
+ROOT = os.getuid() == 0
+BASE = int(os.environ.get("NEMESIS_PORT", "57100"))
+LEASE_TTL_S = 5
+ETCD_WAIT_S = 5
+OP_TIMEOUT_S = 8.0
+RATE = 60  # operations a second per client, at most
+NODES = ["n1", "n2", "n3", "n4"]
+MEMBERS = ["e1", "e2", "e3"]
+# kill-holder: kill -9 of whichever of n3 and n4 holds node id 7, so that the
+# claim changes hands; twice in every run (the second hands it back).
+KINDS = ["partition-etcd", "partition-client", "pause-node", "pause-coordinator", "pause-etcd", "kill-node",
+         "kill-etcd", "kill-etcd-leader", "clock-restart"]
+
+
+def now():
+    return time.monotonic()
+
+
+def as_pg(cmd):
+    return (["runuser", "-u", "postgres", "--"] if ROOT else []) + cmd
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+
+
+# --- TCP proxies -------------------------------------------------------------
+class Proxy:
+    """Forwards 127.0.0.1:port to 127.0.0.1:target. cut("in"|"out"|"both")
+    stops forwarding in that direction (in: towards the target) without
+    closing anything, as a partition does; heal() resumes it."""
+
+    def __init__(self, name, port, target):
+        self.name, self.port, self.target = name, port, target
+        self.allow = {"in": True, "out": True}
+        self.cond = threading.Condition()
+        self.closed = False
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.listen(128)
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while not self.closed:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            try:
+                u = socket.create_connection(("127.0.0.1", self.target), timeout=2)
+                u.settimeout(None)
+            except OSError:
+                c.close()
+                continue
+            for s in (c, u):
+                s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self.pipe, args=(c, u, "in"), daemon=True).start()
+            threading.Thread(target=self.pipe, args=(u, c, "out"), daemon=True).start()
+
+    def wait_allowed(self, direction):
+        with self.cond:
+            while not self.allow[direction] and not self.closed:
+                self.cond.wait(0.5)
+
+    def pipe(self, src, dst, direction):
+        try:
+            while not self.closed:
+                self.wait_allowed(direction)
+                r, _, _ = select.select([src], [], [], 0.5)
+                if not r:
+                    continue
+                data = src.recv(65536)
+                if not data:
+                    break
+                self.wait_allowed(direction)
+                dst.sendall(data)
+        except (OSError, ValueError):  # ValueError: closed by the other direction
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            s.close()
+
+    def cut(self, direction):
+        with self.cond:
+            for d in (["in", "out"] if direction == "both" else [direction]):
+                self.allow[d] = False
+
+    def heal(self):
+        with self.cond:
+            self.allow = {"in": True, "out": True}
+            self.cond.notify_all()
+
+    def close(self):
+        self.closed = True
+        self.heal()
+        self.sock.close()
+
+
+# --- etcd --------------------------------------------------------------------
+class Etcd:
+    def __init__(self, work):
+        self.work = work
+        self.port = {m: BASE + 10 + 2 * i for i, m in enumerate(MEMBERS)}
+        self.peer = {m: BASE + 11 + 2 * i for i, m in enumerate(MEMBERS)}
+        self.proc = {}
+        self.cluster = ",".join(f"{m}=http://127.0.0.1:{self.peer[m]}" for m in MEMBERS)
+
+    def start(self, m, state="new"):
+        log = open(os.path.join(self.work, f"etcd-{m}.log"), "a")
+        self.proc[m] = subprocess.Popen(
+            ["etcd", "--name", m, "--data-dir", os.path.join(self.work, f"etcd-{m}"),
+             "--listen-client-urls", f"http://127.0.0.1:{self.port[m]}",
+             "--advertise-client-urls", f"http://127.0.0.1:{self.port[m]}",
+             "--listen-peer-urls", f"http://127.0.0.1:{self.peer[m]}",
+             "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[m]}",
+             "--initial-cluster", self.cluster, "--initial-cluster-state", state, "--log-level", "error"],
+            stdout=log, stderr=log, cwd="/")
+
+    def healthy(self, timeout=30):
+        end = now() + timeout
+        eps = ",".join(f"http://127.0.0.1:{p}" for p in self.port.values())
+        while now() < end:
+            if run(["etcdctl", f"--endpoints={eps}", "endpoint", "health"], timeout=10).returncode == 0:
+                return True
+            time.sleep(0.2)
+        return False
+
+    def leader(self):
+        eps = ",".join(f"http://127.0.0.1:{self.port[m]}" for m in MEMBERS if self.alive(m))
+        r = run(["etcdctl", f"--endpoints={eps}", "endpoint", "status", "-w", "json"], timeout=5)
+        try:
+            for st in json.loads(r.stdout):
+                if st["Status"]["header"]["member_id"] == st["Status"]["leader"]:
+                    port = int(st["Endpoint"].rsplit(":", 1)[1])
+                    return next(m for m in MEMBERS if self.port[m] == port)
+        except (ValueError, KeyError, StopIteration, TypeError):
+            pass
+        return None
+
+    def alive(self, m):
+        return m in self.proc and self.proc[m].poll() is None
+
+    def kill(self, m):
+        if self.alive(m):
+            self.proc[m].send_signal(signal.SIGCONT)
+            self.proc[m].kill()
+            self.proc[m].wait()
+
+    def signal(self, m, sig):
+        if self.alive(m):
+            self.proc[m].send_signal(sig)
+
+
+# --- PostgreSQL nodes --------------------------------------------------------
+class Node:
+    def __init__(self, name, i, work, etcd_proxies, args):
+        self.name = name
+        self.dir = os.path.join(work, name)
+        self.port = BASE + 30 + i
+        self.offset_ms = -30000 if name == "n4" else 0
+        self.env = ["env", "SHARDID_TESTING_IGNORE_ETCD_MARK=1"] if args.control == "no-mark" else []
+        os.mkdir(self.dir)
+        if ROOT:
+            shutil.chown(self.dir, "postgres")
+        r = run(as_pg([f"{PG_BIN}/initdb", "-D", f"{self.dir}/data", "-U", "postgres", "-A", "trust", "--no-sync"]))
+        if r.returncode:
+            sys.exit(f"initdb {name}: {r.stdout[-500:]}")
+        if args.control == "same-id" and name in ("n3", "n4"):
+            source = ["shardid.node_id_source = setting", "shardid.node_id = 7"]
+        else:
+            source = ["shardid.node_id_source = etcd",
+                      "shardid.etcd_endpoints = '%s'" % ",".join(f"http://127.0.0.1:{p.port}" for p in etcd_proxies),
+                      "shardid.etcd_prefix = '/nemesis'", f"shardid.etcd_lease_ttl = {LEASE_TTL_S}s",
+                      f"shardid.etcd_wait = {ETCD_WAIT_S}s",
+                      "shardid.node_id = %d" % (7 if name in ("n3", "n4") else -1)]
+        conf = ["listen_addresses = '127.0.0.1'", f"port = {self.port}", f"unix_socket_directories = '{self.dir}'",
+                "fsync = off", "max_connections = 40", "shared_preload_libraries = 'shardid'",
+                "shardid.launch_id = 1", "shardid.max_clock_lead = 120s", "shardid.call_number_key = 'nemesis'", "shardid.uuidv7_shard_bits = 10",
+                "lc_messages = 'C'"] + source
+        with open(f"{self.dir}/data/postgresql.conf", "a") as f:
+            f.write("\n".join(conf) + "\n")
+
+    def pid(self):
+        try:
+            with open(f"{self.dir}/data/postmaster.pid") as f:
+                return int(f.readline())
+        except (OSError, ValueError):
+            return None
+
+    def pids(self):
+        pm = self.pid()
+        if pm is None:
+            return []
+        kids = run(["pgrep", "-P", str(pm)]).stdout.split()
+        return [pm] + [int(k) for k in kids]
+
+    def coordinator(self):
+        pm = self.pid()
+        out = run(["pgrep", "-P", str(pm), "-f", "shardid coordinator"]).stdout.split() if pm else []
+        return int(out[0]) if out else None
+
+    def start(self):
+        for f in ("postmaster.pid",):
+            p = f"{self.dir}/data/{f}"
+            if os.path.exists(p):
+                os.remove(p)
+        for f in os.listdir(self.dir):
+            if f.startswith(".s.PGSQL"):
+                os.remove(os.path.join(self.dir, f))
+        r = run(as_pg(self.env + [f"{PG_BIN}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/server.log",
+                                  "-o", f"-c shardid.clock_offset_ms={self.offset_ms}", "-w", "-t", "60", "start"]))
+        return r.returncode == 0
+
+    def stop(self, mode="fast"):
+        run(as_pg([f"{PG_BIN}/pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "-w", "-t", "60", "stop"]))
+
+    def kill(self):
+        pids = self.pids()
+        for p in pids:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except OSError:
+                pass
+        for p in pids:
+            for _ in range(100):
+                try:
+                    os.kill(p, 0)
+                except OSError:
+                    break
+                time.sleep(0.05)
+
+    def sql(self, text):
+        c = psycopg2.connect(host=self.dir, port=self.port, user="postgres", dbname="postgres", connect_timeout=5)
+        c.autocommit = True
+        with c.cursor() as cur:
+            cur.execute(text)
+            rows = cur.fetchall() if cur.description else []
+        c.close()
+        return rows
+
+
+def issues(node):
+    try:
+        node.sql("SET shardid.etcd_wait = 0; SELECT next_trace_id()")
+        return True
+    except psycopg2.Error:
+        return False
+
+
+# --- clients -----------------------------------------------------------------
+OPS = {
+    "snowflake": ("SELECT id, (snowflake_decode(id)).shard FROM (SELECT next_snowflake_id() AS id) s",
+                  "INSERT INTO t_snowflake VALUES (next_snowflake_id()) RETURNING id, (snowflake_decode(id)).shard"),
+    "trace": ("SELECT id, (trace_id_decode(id)).node_no FROM (SELECT next_trace_id() AS id) s",
+              "INSERT INTO t_trace VALUES (next_trace_id()) RETURNING id, (trace_id_decode(id)).node_no"),
+    "decimal": ("SELECT id, (decimal_id_decode(id)).generator_id FROM (SELECT next_decimal_id() AS id) s",
+                "INSERT INTO t_decimal VALUES (next_decimal_id()) RETURNING id, (decimal_id_decode(id)).generator_id"),
+    "call": ("SELECT c, (call_number_decode(c)).run_id FROM (SELECT next_call_number() AS c) s",
+             "INSERT INTO t_call VALUES (next_call_number()) RETURNING id, (call_number_decode(id)).run_id"),
+    "uuidv7": ("SELECT u::text, (uuidv7_decode(u, 10)).shard FROM (SELECT next_uuidv7() AS u) s",
+               "INSERT INTO t_uuidv7 VALUES (next_uuidv7()) RETURNING id::text, (uuidv7_decode(id, 10)).shard"),
+    "minute": ("SELECT id, (id_decode('minute', id)).shard FROM (SELECT next_id('minute') AS id) s",
+               "INSERT INTO t_minute VALUES (next_id('minute')) RETURNING id, (id_decode('minute', id)).shard"),
+}
+# One call-number key on every node, as docs/coordination.md requires for
+# call numbers unique across nodes (the run ids alone do not make them so).
+SETUP_SQL = """
+CREATE EXTENSION shardid;
+SELECT create_obfuscation_key('nemesis', '\\x00112233445566778899aabbccddeeff'::bytea);
+SELECT create_layout('minute', '2020-01-01 00:00+00', '1 minute', 31, 10, 22);
+CREATE TABLE t_snowflake (id bigint PRIMARY KEY);
+CREATE TABLE t_trace (id bigint PRIMARY KEY);
+CREATE TABLE t_decimal (id bigint PRIMARY KEY);
+CREATE TABLE t_call (id text PRIMARY KEY);
+CREATE TABLE t_uuidv7 (id uuid PRIMARY KEY);
+CREATE TABLE t_minute (id bigint PRIMARY KEY);
+"""
+
+
+class Timeout(Exception):
+    pass
+
+
+def wait(conn, deadline):
+    while True:
+        state = conn.poll()
+        if state == psycopg2.extensions.POLL_OK:
+            return
+        left = deadline - now()
+        if left <= 0:
+            raise Timeout()
+        if state == psycopg2.extensions.POLL_READ:
+            select.select([conn.fileno()], [], [], left)
+        elif state == psycopg2.extensions.POLL_WRITE:
+            select.select([], [conn.fileno()], [], left)
+
+
+class Client(threading.Thread):
+    def __init__(self, cid, node, proxy, seed, history, lock, stop):
+        super().__init__(daemon=True)
+        self.cid, self.node, self.proxy = cid, node, proxy
+        self.rng = random.Random(seed)
+        self.history, self.lock, self.stop = history, lock, stop
+        self.conn = None
+
+    def connect(self, deadline):
+        self.conn = psycopg2.connect(host="127.0.0.1", port=self.proxy.port, user="postgres", dbname="postgres",
+                                     connect_timeout=3, async_=1)
+        wait(self.conn, deadline)
+
+    def drop(self):
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except psycopg2.Error:
+                pass
+        self.conn = None
+
+    def run(self):
+        while not self.stop.is_set():
+            scheme = self.rng.choice(sorted(OPS))
+            kind = self.rng.choice(["select", "insert"])
+            t0 = now()
+            deadline = t0 + OP_TIMEOUT_S
+            rec = {"client": self.cid, "node": self.node, "scheme": scheme, "kind": kind, "t0": t0}
+            try:
+                if self.conn is None:
+                    self.connect(deadline)
+                    rec["t0"] = t0 = now()  # the operation starts once connected
+                    deadline = t0 + OP_TIMEOUT_S
+                cur = self.conn.cursor()
+                cur.execute(OPS[scheme][kind == "insert"])
+                wait(self.conn, deadline)
+                value, nid = cur.fetchone()
+                rec.update(outcome="ok", value=value, nid=nid)
+            except Timeout:
+                rec.update(outcome="unknown", error="timeout")
+                self.drop()
+            except psycopg2.Error as e:
+                code = getattr(e, "pgcode", None)
+                if code and self.conn is not None and not self.conn.closed:
+                    rec.update(outcome="fail", error=f"{code} {str(e).splitlines()[0]}")
+                else:
+                    rec.update(outcome="unknown", error=(str(e).splitlines() or ["connection lost"])[0])
+                    self.drop()
+            except OSError as e:
+                rec.update(outcome="unknown", error=str(e))
+                self.drop()
+            rec["t1"] = now()
+            with self.lock:
+                self.history.append(rec)
+            # Paced: about RATE operations a second per client, so that a
+            # 30-minute history stays a size the checker reads at once.
+            pause = (0.1 if rec["outcome"] != "ok" else 0) + 1 / RATE - (rec["t1"] - t0)
+            if pause > 0:
+                time.sleep(pause)
+        self.drop()
+
+
+# --- the schedule --------------------------------------------------------------
+def schedule(seed, seconds):
+    """The faults, drawn from the seed alone: (t, kind, target, d, extra)."""
+    rng = random.Random(seed)
+    out, t = [], 2.0
+    busy = {}  # a target's process faults never overlap: until when it is busy
+    while True:
+        t += rng.expovariate(1 / 2.5)
+        if t >= seconds - 4:
+            break
+        kind = rng.choice(KINDS)
+        d = round(rng.uniform(1.0, 8.0), 1)
+        extra = {}
+        if kind in ("partition-etcd", "partition-client"):
+            target = rng.choice(NODES)
+            extra["direction"] = rng.choice(["both", "in", "out"])
+        elif kind in ("pause-etcd", "kill-etcd"):
+            target = rng.choice(MEMBERS)
+        elif kind == "kill-etcd-leader":
+            target = "etcd-leader"
+        else:
+            target = rng.choice(NODES)
+            if kind == "clock-restart":
+                extra["offset_ms"] = rng.choice([-1, 1]) * rng.randint(5000, 60000)
+        if kind not in ("partition-etcd", "partition-client"):
+            key = "etcd" if target == "etcd-leader" or target in MEMBERS else target
+            if busy.get(key, 0) > t or busy.get("etcd-any", 0) > t and key == "etcd":
+                continue
+            busy[key] = t + d + 2
+        out.append({"t": round(t, 2), "kind": kind, "target": target, "d": d, **extra})
+    # Twice the holder of node id 7 dies for longer than the lease, at a
+    # quarter and at 60 % of the run; no other process fault on n3 or n4
+    # overlaps those.
+    forced = [{"t": round(seconds * share, 2), "kind": "kill-holder", "target": "holder-7",
+               "d": float(LEASE_TTL_S + 4)} for share in (0.25, 0.6)]
+    def clash(f):
+        return f["target"] in ("n3", "n4") and f["kind"] not in ("partition-etcd", "partition-client") and any(
+            f["t"] < g["t"] + g["d"] + 2 and f["t"] + f["d"] + 2 > g["t"] for g in forced)
+    return sorted([f for f in out if not clash(f)] + forced, key=lambda f: f["t"])
+
+
+class Nemesis:
+    def __init__(self, nodes, etcd, client_proxies, etcd_proxies, log):
+        self.nodes, self.etcd = nodes, etcd
+        self.client_proxies, self.etcd_proxies = client_proxies, etcd_proxies
+        self.log = log
+        self.pending = []  # (time, action)
+        self.lock = threading.Lock()
+
+    def later(self, at, action):
+        with self.lock:
+            self.pending.append((at, action))
+
+    def due(self, t):
+        with self.lock:
+            ready = [a for a in self.pending if a[0] <= t]
+            self.pending = [a for a in self.pending if a[0] > t]
+        for _, action in sorted(ready, key=lambda a: a[0]):
+            action()
+
+    def inject(self, f, start):
+        kind, target, d = f["kind"], f["target"], f["d"]
+        end = start + f["t"] + d
+        if kind == "partition-etcd":
+            for p in self.etcd_proxies[target]:
+                p.cut(f["direction"])
+            self.later(end, lambda: [p.heal() for p in self.etcd_proxies[target]])
+        elif kind == "partition-client":
+            self.client_proxies[target].cut(f["direction"])
+            self.later(end, self.client_proxies[target].heal)
+        elif kind == "pause-node":
+            pids = self.nodes[target].pids()
+            for p in pids:
+                os.kill(p, signal.SIGSTOP)
+            self.later(end, lambda: [self.cont(p) for p in pids])
+        elif kind == "pause-coordinator":
+            p = self.nodes[target].coordinator()
+            if p:
+                os.kill(p, signal.SIGSTOP)
+                self.later(end, lambda: self.cont(p))
+        elif kind == "pause-etcd":
+            self.etcd.signal(target, signal.SIGSTOP)
+            self.later(end, lambda: self.etcd.signal(target, signal.SIGCONT))
+        elif kind in ("kill-etcd", "kill-etcd-leader"):
+            m = target if kind == "kill-etcd" else (self.etcd.leader() or "e1")
+            f["target"] = target if kind == "kill-etcd" else f"etcd-leader={m}"
+            self.etcd.kill(m)
+            self.later(end, lambda: self.etcd.start(m, "existing"))
+        elif kind == "kill-holder":
+            holder = next((n for n in ("n3", "n4") if self.holds(n)), None)
+            f["target"] = f"holder-7={holder}"
+            if holder:
+                self.nodes[holder].kill()
+                self.later(end, lambda: self.restart(holder, None))
+        elif kind == "kill-node":
+            self.nodes[target].kill()
+            self.later(end, lambda: self.restart(target, None))
+        elif kind == "clock-restart":
+            self.restart(target, f["offset_ms"])
+            self.later(end, lambda: self.restart(target, -30000 if target == "n4" else 0))
+        self.log.write(json.dumps({**f, "t": round(now() - start, 2)}) + "\n")
+        self.log.flush()
+
+    def holds(self, name):
+        try:
+            return self.nodes[name].sql("SELECT state FROM shardid_coordination()") == [("held",)]
+        except psycopg2.Error:
+            return False
+
+    def cont(self, p):
+        try:
+            os.kill(p, signal.SIGCONT)
+        except OSError:
+            pass
+
+    def restart(self, name, offset_ms):
+        n = self.nodes[name]
+        if offset_ms is not None:
+            n.stop("fast")
+            n.offset_ms = offset_ms
+        if not n.start():
+            print(f"# could not start {name} again", flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--control", choices=["same-id", "no-mark"])
+    ap.add_argument("--clients", type=int, default=2)
+    args = ap.parse_args()
+
+    work = tempfile.mkdtemp(prefix="shardid-nemesis.")
+    os.chmod(work, 0o755)
+    out = os.environ.get("NEMESIS_OUT") or tempfile.mkdtemp(prefix="shardid-nemesis-history.")
+    print(f"# history and schedule in {out} (seed {args.seed}, {args.seconds} s"
+          f"{', control ' + args.control if args.control else ''})", flush=True)
+    plan = schedule(args.seed, args.seconds)
+    with open(os.path.join(out, "schedule.json"), "w") as f:
+        json.dump(plan, f, indent=1)
+
+    etcd = Etcd(work)
+    nodes, proxies, etcd_proxies, client_proxies = {}, [], {}, {}
+    try:
+        for m in MEMBERS:
+            etcd.start(m)
+        if not etcd.healthy():
+            sys.exit("etcd did not start")
+        for i, name in enumerate(NODES):
+            etcd_proxies[name] = [Proxy(f"{name}-{m}", BASE + 50 + 3 * i + j, etcd.port[m])
+                                  for j, m in enumerate(MEMBERS)]
+            proxies += etcd_proxies[name]
+        for i, name in enumerate(NODES):
+            nodes[name] = Node(name, i, work, etcd_proxies[name], args)
+            client_proxies[name] = Proxy(f"client-{name}", BASE + 40 + i, nodes[name].port)
+            proxies.append(client_proxies[name])
+        for name in NODES:
+            if not nodes[name].start():
+                sys.exit(f"{name} did not start")
+            nodes[name].sql(SETUP_SQL)
+        # The claims are made before the clock starts: n1, n2 and one of n3
+        # and n4 (the other waits for id 7) issue.
+        deadline = now() + 30
+        for group in (["n1"], ["n2"], ["n3", "n4"]):
+            while now() < deadline and not any(issues(nodes[n]) for n in group):
+                time.sleep(0.2)
+        history, lock, stop = [], threading.Lock(), threading.Event()
+        clients = [Client(f"{name}c{k}", name, client_proxies[name], args.seed * 1000 + 10 * i + k, history, lock,
+                          stop) for i, name in enumerate(NODES) for k in range(args.clients)]
+        faults_log = open(os.path.join(out, "faults.jsonl"), "w")
+        nem = Nemesis(nodes, etcd, client_proxies, etcd_proxies, faults_log)
+        start = now()
+        for c in clients:
+            c.start()
+        queue = list(plan)
+        while now() - start < args.seconds:
+            t = now() - start
+            nem.due(now())
+            while queue and queue[0]["t"] <= t:
+                f = queue.pop(0)
+                print(f"fault {f['kind']} {f['target']} at {f['t']:.1f} for {f['d']:.1f}"
+                      + (f" ({f['direction']})" if "direction" in f else "")
+                      + (f" (clock {f['offset_ms'] / 1000:+.0f} s)" if "offset_ms" in f else ""), flush=True)
+                nem.inject(f, start)
+            time.sleep(0.05)
+        # Heal everything, then let the clients see the healed system.
+        nem.due(float("inf"))
+        for p in proxies:
+            p.heal()
+        end = now()
+        stop.set()
+        for c in clients:
+            c.join(OP_TIMEOUT_S + 5)
+        with lock:
+            done = list(history)
+        with open(os.path.join(out, "history.jsonl"), "w") as f:
+            for rec in done:
+                f.write(json.dumps(rec) + "\n")
+        with open(os.path.join(out, "run.json"), "w") as f:
+            json.dump({"seed": args.seed, "seconds": args.seconds, "control": args.control, "start": start,
+                       "end": end, "lease_ttl_s": LEASE_TTL_S, "etcd_wait_s": ETCD_WAIT_S}, f)
+    finally:
+        for n in nodes.values():
+            for p in n.pids():
+                try:
+                    os.kill(p, signal.SIGCONT)
+                except OSError:
+                    pass
+            n.stop("immediate")
+        for m in MEMBERS:
+            etcd.kill(m)
+        for p in proxies:
+            p.close()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"# run over: {len(done)} operations; the checker judges {out}", flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# A fault-injection run in Jepsen's manner, judged from the clients' history:
+#   bash test/nemesis/run.sh --seconds N --seed S [--control same-id|no-mark]
+# test/nemesis/nemesis.py runs the system under test (four PostgreSQL nodes
+# with node ids from a three-member etcd, every link through a proxy it can
+# cut), the clients and the seeded fault schedule, printing a line per
+# fault; test/nemesis/checker.py then judges the history and prints the
+# summary, ending with "anomalies: N (...), M operations". Exit status 0
+# exactly when there is no anomaly (for a control: exactly when there is).
+# The history and the schedule stay in the directory the run prints; the
+# same seed gives the same schedule. Uses the installed shardid (the test
+# command installs it; alone, run `make install` first).
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/lib.sh
+control=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    [ "${args[$i]}" = --control ] && control=(--control)
+done
+out=$(mktemp -d /tmp/shardid-nemesis-history.XXXXXX)
+chmod 755 "$out"
+PG_BIN=$PG_BIN NEMESIS_OUT=$out /usr/bin/python3 test/nemesis/nemesis.py "$@" || { echo "the run did not complete"; exit 1; }
+/usr/bin/python3 test/nemesis/checker.py "$out" "${control[@]}"
