@@ -173,8 +173,11 @@ void Holder::claim()
     if (!read_mark())
         return;
     // Every slot continues above the previous holder's mark, before any ID
-    // is issued under the claim.
-    raise_claim_floor(floor_ms_);
+    // is issued under the claim. Not when the mark is this node's own: its
+    // slots are above it already, and a layout with long ticks (a minute)
+    // would otherwise wait for its next tick after a lease lost and won back.
+    if (!own_mark_)
+        raise_claim_floor(floor_ms_);
     recorded_ms_ = floor_ms_;
     const int64_t end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1,
                                              floor_ms_, recorded_ms_);
@@ -197,7 +200,8 @@ void Holder::claim()
     SpinLockRelease(&c.mutex);
     publish_state();
     ConditionVariableBroadcast(&c.changed);
-    ereport(LOG, (errmsg("shardid coordinator: issuing IDs with node id %d above %lld", held_, (long long)floor_ms_)));
+    ereport(LOG, (errmsg("shardid coordinator: issuing IDs with node id %d above %lld%s", held_, (long long)floor_ms_,
+                         own_mark_ ? " (its own mark: no other node held it since)" : "")));
 }
 
 // The mark of the id claimed: IDs start above it. False (and the id is not
@@ -223,6 +227,13 @@ bool Holder::read_mark()
     // A mark lowered by hand, or lost with etcd's data, never lowers what
     // this node has seen.
     floor_ms_ = std::max(mark, seen_marks_[claimed_]);
+    // The mark is the last window this node recorded itself: no other node
+    // issued under the id since (a holder records a window above the mark
+    // before its first ID, and lowers it at a clean stop to no less than
+    // its last tick issued, which lies above the mark), and this node's
+    // slots hold what it issued.
+    const auto own = own_marks_.find(claimed_);
+    own_mark_ = !kvs.empty() && own != own_marks_.end() && own->second == mark;
     // The negative control of test/nemesis only: the marks are not used, as
     // if etcd had none, so that the run's checker must find IDs below a
     // previous holder's. Set in the server's environment, never a setting.
@@ -255,6 +266,7 @@ bool Holder::record_window(int id, int64_t end)
         lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
         return false;
     }
+    own_marks_[id] = end;
     return true;
 }
 

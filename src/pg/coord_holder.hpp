@@ -68,6 +68,8 @@ private:
     int64_t floor_ms_ = 0;
     int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
     std::map<int, int64_t> seen_marks_;  // the highest mark seen per id
+    std::map<int, int64_t> own_marks_;   // the last window end this node recorded per id
+    bool own_mark_ = false;              // the mark read at this claim is own_marks_'s: nobody held it since
     coord::Episode episodes_[int(Condition::count)];
 };
 

@@ -333,7 +333,7 @@ void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t
 // stepped back does. At the postmaster's exit after a clean shutdown no
 // process that could issue an ID is left, and the slots hold the highest ID
 // each shape issued: every issued tick starts before the highest slot tick's
-// start + 1 ms. The floors the node started above (restart, etcd claim)
+// start + 1 ms (highest_issued_tick_ms(), as a clean release in etcd). The floors the node started above (restart, etcd claim)
 // stay covered. Not on a standby (its mark is its primary's, from WAL), not
 // after a crash (shared memory is not trusted then), never raised.
 namespace {
@@ -342,14 +342,9 @@ void settle_mark_at_exit(int code, Datum)
     if (code != 0 || IsUnderPostmaster || !IsPostmasterEnvironment || shared == nullptr || shared->state_unreadable ||
         RecoveryInProgress())
         return;
-    int64 mark = std::max(shared->restart_floor_ms.load(), shared->claim_floor_ms.load());
-    for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
-        const Slot& slot = shared->slots[i];
-        const Layout layout = slot.shape.layout(slot.name);
-        const uint64_t last = slot.state.last.load(std::memory_order_acquire);
-        if (!lease::is_coarse(layout.unit_ms) && last != 0)
-            mark = std::max<int64>(mark, layout.ms_of_tick(int64_t(layout.packed_tick(last))) + 1);
-    }
+    const int64 issued = highest_issued_tick_ms();
+    const int64 mark =
+        std::max({shared->restart_floor_ms.load(), shared->claim_floor_ms.load(), issued > 0 ? issued + 1 : 0});
     if (mark >= shared->lease_until_ms.load())
         return;
     const int64 was = shared->lease_until_ms.load();

@@ -90,7 +90,12 @@ echo "# figure: inserts during a 5 s etcd pause (TTL 10 s, one every 50 ms): p50
 check "a 5 s etcd pause: 0 failed inserts" "0" "$(field "$five" failed)"
 
 # --- 2: an outage longer than the fence --------------------------------------
+# A layout with one-minute ticks issues before it; after the claim is won
+# back (section 2b) it must not wait for its next minute.
+q u1 -c "SELECT create_layout('minute', '2020-01-01 00:00+00', '1 minute', 31, 10, 22)" >/dev/null
+minute_before=$(q u1 -c "SELECT next_id('minute')")
 (
+
     sleep 2
     left=$(ms_until_fence u1)
     echo "$(($(date +%s%3N) + left))" >"$work/fence_at"
@@ -109,6 +114,21 @@ echo "# outage past the fence: fence at +0, last ID at $((last_before - fence_at
     pass "an outage past the fence: IDs stopped at issuing_until ($((last_before - fence_at)) ms from it), not earlier" ||
     fail "an outage past the fence: the last ID came $((last_before - fence_at)) ms from issuing_until"
 [ -n "$first_after" ] && pass "and resumed $((first_after - resumed_at)) ms after etcd came back" || fail "no ID after etcd came back"
+# --- 2b: the same node wins its id back: its own mark, no wait -----------------
+wait_state u1 held 20 || fail "u1 did not claim its id again"
+grep -q "its own mark: no other node held it since" "${dir_of[u1]}/server.log" &&
+    pass "u1 won its id back above its own mark (the log says so)" ||
+    fail "u1's log does not say it resumed above its own mark"
+# Not within 3 s of a minute's end, so that waiting for the next minute shows.
+[ $((60 - $(date +%S | sed 's/^0//'))) -le 3 ] && sleep 4
+t0=$(date +%s%3N)
+minute_after=$(q u1 -c "SET statement_timeout = '30s'" -c "SELECT next_id('minute')")
+took=$(($(date +%s%3N) - t0))
+echo "# minute layout after the claim was won back: ${took} ms to the first ID"
+[ -n "$minute_after" ] && [ "$minute_after" -gt "$minute_before" ] && [ "$took" -lt 1500 ] &&
+    pass "a layout with one-minute ticks issues at once after its node won the id back (${took} ms), above its IDs before" ||
+    fail "after the claim was won back the minute layout took ${took} ms (IDs $minute_before, then ${minute_after:-none})"
+
 check "no ID handed out twice across the outages" "0" "$(cut -f4 "$work"/paused.tsv "$work"/long.tsv | grep -E '^[0-9]+$' | sort | uniq -d | wc -l)"
 
 # --- 3: a three-member etcd loses its leader under load ------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A fault-injection run in Jepsen's manner, judged from the clients' history:
-#   bash test/nemesis/run.sh --seconds N --seed S [--control same-id|no-mark]
+#   bash test/nemesis/run.sh --seconds N --seed S|fresh [--control same-id|no-mark]
 # test/nemesis/nemesis.py runs the system under test (four PostgreSQL nodes
 # with node ids from a three-member etcd, every link through a proxy it can
 # cut), the clients and the seeded fault schedule, printing a line per
@@ -17,8 +17,10 @@ control=()
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
     [ "${args[$i]}" = --control ] && control=(--control)
+    # --seed fresh: a new seed, printed with the history's directory.
+    [ "${args[$i]}" = --seed ] && [ "${args[$((i + 1))]:-}" = fresh ] && args[$((i + 1))]=$(date +%s)
 done
 out=$(mktemp -d /tmp/shardid-nemesis-history.XXXXXX)
 chmod 755 "$out"
-PG_BIN=$PG_BIN NEMESIS_OUT=$out /usr/bin/python3 test/nemesis/nemesis.py "$@" || { echo "the run did not complete"; exit 1; }
+PG_BIN=$PG_BIN NEMESIS_OUT=$out /usr/bin/python3 test/nemesis/nemesis.py "${args[@]}" || { echo "the run did not complete"; exit 1; }
 /usr/bin/python3 test/nemesis/checker.py "$out" "${control[@]}"

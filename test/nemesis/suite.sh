@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The nemesis run as the test command runs it: 60 seconds with a fixed seed
+# (at least 5 kinds of fault, no anomaly), then each negative control for
+# 30 seconds (each must find anomalies). One PASS/FAIL line per check.
+set -u
+cd "$(dirname "$0")/../.."
+. scripts/lib.sh
+SEED=${NEMESIS_SEED:-20261125}
+
+judge() {  # NAME EXPECT(clean|anomalies) ARGS...
+    local name=$1 expect=$2 out rc last kinds ops anomalies; shift 2
+    out=$(bash test/nemesis/run.sh "$@" 2>&1); rc=$?
+    last=$(tail -1 <<<"$out")
+    kinds=$(sed -n 's/^faults: [0-9]* of \([0-9]*\) kinds$/\1/p' <<<"$out")
+    ops=$(sed -n 's/.*), \([0-9]*\) operations$/\1/p' <<<"$last")
+    anomalies=$(sed -n 's/^anomalies: \([0-9]*\) .*/\1/p' <<<"$last")
+    grep -E '^fault |^# history' <<<"$out" | head -3
+    grep -A40 '^faults:' <<<"$out" | grep -v '^  \(snowflake\|trace\|uuidv7\|minute\|call\|DecimalId\) ' | head -45
+    if [ "$expect" = clean ]; then
+        [ "$rc" = 0 ] && [ "${anomalies:-x}" = 0 ] && pass "$name: $last" || fail "$name: exit $rc, $last"
+        [ "${kinds:-0}" -ge 5 ] && pass "$name: $kinds kinds of fault" || fail "$name: only ${kinds:-0} kinds of fault"
+        [ "${ops:-0}" -ge 5000 ] && pass "$name: ${ops} operations checked" || fail "$name: only ${ops:-0} operations"
+    else
+        [ "$rc" = 0 ] && [ "${anomalies:-0}" -gt 0 ] && pass "$name finds anomalies: $last" ||
+            fail "$name: the checker found nothing (exit $rc): $last"
+    fi
+}
+judge "nemesis (60 s, seed $SEED)" clean --seconds 60 --seed "$SEED"
+judge "nemesis control same-id (two nodes given id 7 by setting)" anomalies --seconds 30 --seed "$SEED" --control same-id
+judge "nemesis control no-mark (the etcd mark ignored)" anomalies --seconds 30 --seed "$SEED" --control no-mark
