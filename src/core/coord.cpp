@@ -44,6 +44,7 @@ int choose_id(const std::string& prefix, const std::vector<std::pair<std::string
 std::string node_key(const std::string& prefix, int id) { return prefix + "/node/" + std::to_string(id); }
 std::string mark_key(const std::string& prefix, int id) { return prefix + "/mark/" + std::to_string(id); }
 std::string counter_key(const std::string& prefix, const char* name) { return prefix + "/counter/" + name; }
+std::string call_key_key(const std::string& prefix) { return prefix + "/call_number_key"; }
 
 std::string prefix_end(const std::string& prefix)
 {

@@ -166,6 +166,9 @@ int choose_id(const std::string& prefix, const std::vector<std::pair<std::string
 std::string node_key(const std::string& prefix, int id);
 std::string mark_key(const std::string& prefix, int id);
 std::string counter_key(const std::string& prefix, const char* name);
+// The fingerprint of the call-number key every node under the prefix uses
+// (call numbers made with two keys can be equal).
+std::string call_key_key(const std::string& prefix);
 // The first key after every key under `prefix`/ (etcd's range_end).
 std::string prefix_end(const std::string& prefix);
 // The id in a node key under `prefix` (-1: not a node key).

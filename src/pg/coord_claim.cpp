@@ -148,12 +148,32 @@ public:
 
     // Cluster-wide counters in etcd: no node took these values before, and
     // the worker takes them above this node's floor.
-    int64 take_counter(NodeCounter which) const override
+    int64 take_counter(NodeCounter which, int64 key_fingerprint) const override
     {
         attach_if_needed();
         CoordShared& c = coord_shared();
         const int k = int(which);
         const TimestampTz since = GetCurrentTimestamp();
+        while (key_fingerprint != 0) {
+            const int64 cluster = c.call_key_cluster.load(std::memory_order_acquire);
+            if (cluster == key_fingerprint)
+                break;
+            if (cluster != 0) {
+                ConditionVariableCancelSleep();
+                ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                                errmsg("the call-number key of this database is not the one of the other nodes"),
+                                errdetail("etcd records key fingerprint %lld for the nodes of shardid.etcd_prefix; "
+                                          "this database's key (shardid.call_number_key) has %lld. Call numbers "
+                                          "made with two keys can be equal.",
+                                          (long long)cluster, (long long)key_fingerprint),
+                                errhint("Create the key with the same secret in every database "
+                                        "(create_obfuscation_key(name, secret)) and set shardid.call_number_key "
+                                        "to it.")));
+            }
+            c.call_key_want.store(key_fingerprint);
+            wait_for_worker(since, "the call-number key could not be checked in etcd", "",
+                            "See SELECT * FROM shardid_coordination(); and check that etcd is reachable.");
+        }
         const char* message = psprintf("no %s could be taken from etcd", node_counter_name(which));
         for (;;) {
             const int64 value = c.counter_ready[k].exchange(-1);

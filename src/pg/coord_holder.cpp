@@ -310,6 +310,46 @@ static bool read_counter(etcd::Client& client, const std::string& key, int64_t* 
     return false;
 }
 
+// The call-number key of the prefix, for a backend that asked (see the etcd
+// source's take_counter()): the fingerprint etcd holds, or the one asked for
+// when etcd holds none yet. Read once: it never changes unless edited by
+// hand (then restart the nodes).
+void Holder::serve_call_key()
+{
+    CoordShared& c = coord_shared();
+    const int64_t want = c.call_key_want.load();
+    if (want == 0 || c.call_key_cluster.load() != 0)
+        return;
+    const std::string key = coord::call_key_key(prefix_);
+    std::string why;
+    int64_t value = 0, revision = 0;
+    bool corrupt = false;
+    if (!read_counter(client_, key, &value, &revision, &why, &corrupt)) {
+        if (corrupt)
+            error(Condition::corrupt_key, why + ": no call-number run is taken until it is fixed");
+        else
+            failed("could not read \"" + key + "\"", why);
+        return;
+    }
+    answered();
+    if (revision == 0) {
+        etcd::Txn t;
+        if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
+                                          {{true, key, std::to_string(want), ""}}, {}),
+                         &t, &why)) {
+            failed("could not record the call-number key in \"" + key + "\"", why);
+            return;
+        }
+        answered();
+        if (!t.succeeded)
+            return;  // another node recorded one meanwhile: read it next round
+        value = want;
+    }
+    c.call_key_cluster.store(value);
+    c.call_key_want.store(0);
+    ConditionVariableBroadcast(&c.changed);
+}
+
 // The value and revision (0: absent) of the key of counter field k, in
 // *key; false when it cannot be read, reported, and a value shardid never
 // writes reported as a key edited by hand, with `until` said of it.
@@ -331,6 +371,7 @@ bool Holder::counter_key_value(int k, const std::string& until, std::string* key
 
 void Holder::serve_counters()
 {
+    serve_call_key();
     CoordShared& c = coord_shared();
     for (int k = 0; k < node_state_field_count; k++) {
         if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)

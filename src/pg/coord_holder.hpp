@@ -36,6 +36,7 @@ private:
     void renew_window();
     bool record_window(int id, int64_t end);
     void serve_counters();
+    void serve_call_key();
     bool counter_key_value(int k, const std::string& until, std::string* key, int64_t* current, int64_t* revision,
                            bool* corrupt);
     bool raise_counters();

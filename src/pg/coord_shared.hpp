@@ -37,6 +37,11 @@ struct CoordShared {
     // a backend (-1: none), and whether a backend wants one.
     std::atomic<int64_t> counter_ready[node_state_field_count];
     std::atomic<int> counter_want[node_state_field_count];
+    // The call-number key: the fingerprint a backend's key has (0: none
+    // asked), and the one etcd holds for the prefix (0: not known yet; the
+    // first asked is recorded when etcd has none).
+    std::atomic<int64_t> call_key_want;
+    std::atomic<int64_t> call_key_cluster;
     std::atomic<Latch*> worker_latch;
     std::atomic<bool> misconfigured;  // a setting is not usable: generators fail at once (last_error says which)
     ConditionVariable changed;        // broadcast on a new claim and a counter value

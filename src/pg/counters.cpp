@@ -10,7 +10,9 @@ extern "C" {
 #include "access/xact.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_sequence.h"
+#include "common/cryptohash.h"
 #include "common/int.h"
+#include "common/sha2.h"
 #include "storage/lmgr.h"
 #include "utils/syscache.h"
 #include "access/xlog.h"
@@ -94,13 +96,13 @@ void restart_sequence_at(const Sequence& seq, int64 value)
 // DROP/CREATE EXTENSION, restored from a dump, or an ALTER SEQUENCE rolled
 // back) is moved past it in its own steps, so a progression keeps its
 // residue.
-int64 take_fresh(const Sequence& seq, NodeCounter which)
+int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint = 0)
 {
     refuse_on_standby();
     // A source that hands out counters cluster-wide (etcd): no node took
     // these values before, and the source takes them above this node's floor.
     const NodeIdSource& source = node_id_source();
-    for (int64 value; (value = source.take_counter(which)) != NodeIdSource::from_node_sequence;) {
+    for (int64 value; (value = source.take_counter(which, key_fingerprint)) != NodeIdSource::from_node_sequence;) {
         if (value > seq.max)
             ereport(
                 ERROR,
@@ -135,11 +137,14 @@ int64 take_fresh(const Sequence& seq, NodeCounter which)
 DecimalState* decimal = nullptr;
 
 // The bit shuffle of the key-ring key named by shardid.call_number_key,
-// rebuilt only when that secret changes.
-const BitShuffle& call_shuffle(FunctionCallInfo fcinfo)
+// rebuilt only when that secret changes, and its fingerprint (*fingerprint:
+// 63 bits of the SHA-256 of the secret, never 0), which etcd compares
+// across nodes.
+const BitShuffle& call_shuffle(FunctionCallInfo fcinfo, int64* fingerprint)
 {
     static BitShuffle shuffle;
     static uint8_t shuffle_secret[16];
+    static int64 shuffle_fingerprint = 0;
     static bool built = false;
     const char* name = call_number_key ? call_number_key : "default";
     uint8_t secret[16];
@@ -147,8 +152,19 @@ const BitShuffle& call_shuffle(FunctionCallInfo fcinfo)
     if (!built || memcmp(secret, shuffle_secret, 16) != 0) {
         shuffle = BitShuffle::from_key(reinterpret_cast<const char*>(secret), 16);
         memcpy(shuffle_secret, secret, 16);
+        uint8_t digest[PG_SHA256_DIGEST_LENGTH];
+        pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
+        if (ctx == nullptr || pg_cryptohash_init(ctx) < 0 || pg_cryptohash_update(ctx, secret, 16) < 0 ||
+            pg_cryptohash_final(ctx, digest, sizeof digest) < 0)
+            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not hash the call-number key")));
+        pg_cryptohash_free(ctx);
+        uint64_t fp = 0;
+        for (int i = 0; i < 8; i++)
+            fp = (fp << 8) | digest[i];
+        shuffle_fingerprint = int64(fp >> 1) | 1;
         built = true;
     }
+    *fingerprint = shuffle_fingerprint;
     return shuffle;
 }
 
@@ -228,15 +244,21 @@ extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)
 
 extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
 {
-    // Per backend: a run id, and the 16,384 call numbers of that run.
+    // Per backend: a run id, and the 16,384 call numbers of that run, all
+    // under the key the run was taken for (a new key takes a new run, which
+    // etcd checks against the cluster's key).
     static int64 run_id = -1;
     static int64 next_sequence = 0;
-    if (run_id < 0 || next_sequence > int64(call_sequence_max)) {
-        run_id = take_fresh(extension_sequence(fcinfo, "shardid_run_seq"), NodeCounter::run);
+    static int64 run_key = 0;
+    int64 key = 0;
+    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
+    if (run_id < 0 || next_sequence > int64(call_sequence_max) || run_key != key) {
+        run_id = -1;
+        run_id = take_fresh(extension_sequence(fcinfo, "shardid_run_seq"), NodeCounter::run, key);
+        run_key = key;
         next_sequence = 0;
     }
     const int64 sequence = next_sequence++;
-    const BitShuffle& shuffle = call_shuffle(fcinfo);
     char out[call_chars + 1];
     Status status;
     if (!guarded(status, [&] { return call_number_compose(shuffle, 0, run_id, sequence, out, &status); }))
@@ -249,7 +271,8 @@ extern "C" Datum shardid_call_number_compose(PG_FUNCTION_ARGS)
     const int32 version = PG_GETARG_INT32(0);
     const int32 run = PG_GETARG_INT32(1);
     const int32 sequence = PG_GETARG_INT32(2);
-    const BitShuffle& shuffle = call_shuffle(fcinfo);
+    int64 key = 0;
+    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
     char out[call_chars + 1];
     Status status;
     if (!guarded(status, [&] { return call_number_compose(shuffle, version, run, sequence, out, &status); }))
@@ -262,7 +285,8 @@ extern "C" Datum shardid_call_number_decode(PG_FUNCTION_ARGS)
     text* arg = PG_GETARG_TEXT_PP(0);
     const char* s = VARDATA_ANY(arg);
     const size_t len = VARSIZE_ANY_EXHDR(arg);
-    const BitShuffle& shuffle = call_shuffle(fcinfo);
+    int64 key = 0;
+    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
     CallParts parts{};
     Status status;
     if (!guarded(status, [&] { return call_number_decode(shuffle, s, len, &parts, &status); }))

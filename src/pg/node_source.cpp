@@ -44,7 +44,7 @@ public:
     bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
     void wait(TimestampTz, const Status& why) const override { raise(why); }
     void waited() const override {}
-    int64 take_counter(NodeCounter) const override { return from_node_sequence; }
+    int64 take_counter(NodeCounter, int64) const override { return from_node_sequence; }
 };
 
 const SettingSource setting_source;

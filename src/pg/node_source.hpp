@@ -55,9 +55,11 @@ public:
     virtual void waited() const = 0;
     // A value of `which` that no node took before, when this source hands
     // them out cluster-wide (may wait, and ereport); from_node_sequence when
-    // the node takes them from its own sequences.
+    // the node takes them from its own sequences. `key_fingerprint` (not 0)
+    // is the call-number key the values will be used with: a cluster-wide
+    // source refuses one that is not the cluster's.
     static constexpr int64 from_node_sequence = -1;
-    virtual int64 take_counter(NodeCounter which) const = 0;
+    virtual int64 take_counter(NodeCounter which, int64 key_fingerprint) const = 0;
 
 protected:
     ~NodeIdSource() = default;

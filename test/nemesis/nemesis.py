@@ -61,7 +61,11 @@ def as_pg(cmd):
 
 
 def run(cmd, **kw):
-    return subprocess.run(cmd, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    """A command's outcome; one that outlives its timeout counts as failed."""
+    try:
+        return subprocess.run(cmd, cwd="/", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    except subprocess.TimeoutExpired as e:
+        return subprocess.CompletedProcess(cmd, 124, e.stdout or "")
 
 
 # --- TCP proxies -------------------------------------------------------------
@@ -171,7 +175,8 @@ class Etcd:
 
     def leader(self):
         eps = ",".join(f"http://127.0.0.1:{self.port[m]}" for m in MEMBERS if self.alive(m))
-        r = run(["etcdctl", f"--endpoints={eps}", "endpoint", "status", "-w", "json"], timeout=5)
+        r = run(["etcdctl", f"--endpoints={eps}", "--command-timeout=2s", "endpoint", "status", "-w", "json"],
+                timeout=5)
         try:
             for st in json.loads(r.stdout):
                 if st["Status"]["header"]["member_id"] == st["Status"]["leader"]:
@@ -459,7 +464,10 @@ class Nemesis:
             ready = [a for a in self.pending if a[0] <= t]
             self.pending = [a for a in self.pending if a[0] > t]
         for _, action in sorted(ready, key=lambda a: a[0]):
-            action()
+            try:
+                action()
+            except Exception as e:
+                print(f"# a fault's end not undone whole: {e!r}", flush=True)
 
     def inject(self, f, start):
         kind, target, d = f["kind"], f["target"], f["d"]
@@ -584,7 +592,10 @@ def main():
                 print(f"fault {f['kind']} {f['target']} at {f['t']:.1f} for {f['d']:.1f}"
                       + (f" ({f['direction']})" if "direction" in f else "")
                       + (f" (clock {f['offset_ms'] / 1000:+.0f} s)" if "offset_ms" in f else ""), flush=True)
-                nem.inject(f, start)
+                try:
+                    nem.inject(f, start)
+                except Exception as e:  # a process gone meanwhile, say: the run goes on
+                    print(f"# fault {f['kind']} {f['target']} not injected whole: {e!r}", flush=True)
             time.sleep(0.05)
         # Heal everything, then let the clients see the healed system.
         nem.due(float("inf"))
