@@ -56,6 +56,11 @@ package_suite() {
     readme_block=$(awk '/^```sh$/ {b=""; inb=1; next} /^```$/ {if (inb && b ~ /dpkg-buildpackage/) {printf "%s", b; exit} inb=0; next}
                         inb {b = b $0 "\n"}' README.md)
     if [ "$PG_MAJOR" = 15 ]; then
+        # As on a fresh Debian 12: the build dependencies beyond the server
+        # headers are not there; the README's commands must install them.
+        DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq libcurl4-openssl-dev nlohmann-json3-dev >/dev/null 2>&1
+        dpkg -s nlohmann-json3-dev >/dev/null 2>&1 &&
+            out+=$'\n'"FAIL nlohmann-json3-dev could not be removed before the README's commands"
         # In a copy of its own (mk-build-deps leaves files in the tree); apt
         # answers its question itself.
         mkdir -p "$work/readme" && cp -a "$debdir/shardid-$semver" "$work/readme/"
