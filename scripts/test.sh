@@ -19,6 +19,15 @@ cd "$(dirname "$0")/.."
 . scripts/suites.sh
 
 ensure_deps || { broken setup "could not install dependencies"; finish; }
+
+# The Debian roots of the other versions (scripts/roots.sh) are built in the
+# background while the native suites run (a no-op when they are cached);
+# the root loop at the end waits for them.
+. scripts/roots.sh
+versions=${SHARDID_PG_VERSIONS-15 17 18 19}
+roots_log=$(mktemp)
+( for v in $versions; do root_ensure "$v" >>"$roots_log" 2>&1; done ) &
+roots_job=$!
 log "building and installing shardid"
 build_install || { broken build "make or make install failed"; finish; }
 
@@ -94,9 +103,10 @@ done
 # installcheck runs the whole pg_regress suite, preloaded and not); on 17
 # and 18 the integration tests and the TAP scenarios run against it too.
 # PostgreSQL 15's own suites ran natively above; its root checks the package.
-. scripts/roots.sh
 # SHARDID_PG_VERSIONS="" runs none of them (set but empty is not unset).
-for v in ${SHARDID_PG_VERSIONS-15 17 18 19}; do
+wait "$roots_job"
+cat "$roots_log" >&2; rm -f "$roots_log"
+for v in $versions; do
     started=$SECONDS
     if ! root_ensure "$v"; then broken "PG $v (Debian root)" "could not build the root"; continue; fi
     log "PostgreSQL $v root ready in $((SECONDS - started))s"
