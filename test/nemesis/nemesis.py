@@ -39,7 +39,9 @@ import psycopg2.extensions
 
 PG_BIN = os.environ["PG_BIN"]
 ROOT = os.getuid() == 0
-BASE = int(os.environ.get("NEMESIS_PORT", "57100"))
+# Below the ephemeral port range (32768 and up), so no outgoing connection
+# holds a port the run must listen on.
+BASE = int(os.environ.get("NEMESIS_PORT", "27100"))
 LEASE_TTL_S = 5
 ETCD_WAIT_S = 5
 OP_TIMEOUT_S = 8.0
@@ -54,6 +56,15 @@ KINDS = ["partition-etcd", "partition-client", "pause-node", "pause-coordinator"
 
 def now():
     return time.monotonic()
+
+
+def alive(pid):
+    """The process runs (a zombie, killed but not reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def as_pg(cmd):
@@ -249,32 +260,40 @@ class Node:
         return int(out[0]) if out else None
 
     def start(self):
-        for f in ("postmaster.pid",):
-            p = f"{self.dir}/data/{f}"
-            if os.path.exists(p):
-                os.remove(p)
-        for f in os.listdir(self.dir):
-            if f.startswith(".s.PGSQL"):
-                os.remove(os.path.join(self.dir, f))
+        pm = self.pid()
+        if pm is not None and alive(pm):
+            print(f"# {self.name} is running already (pid {pm}): not started again", flush=True)
+            return True
+        # A postmaster killed with -9 may stay a zombie here (nothing reaps
+        # it), and its pid file and socket lock files name it.
+        for f in [f"{self.dir}/data/postmaster.pid"] + [os.path.join(self.dir, f) for f in os.listdir(self.dir)
+                                                         if f.startswith(".s.PGSQL")]:
+            if os.path.exists(f):
+                os.remove(f)
         r = run(as_pg(self.env + [f"{PG_BIN}/pg_ctl", "-D", f"{self.dir}/data", "-l", f"{self.dir}/server.log",
                                   "-o", f"-c shardid.clock_offset_ms={self.offset_ms}", "-w", "-t", "60", "start"]))
+        if r.returncode != 0:
+            print(f"# pg_ctl start {self.name}: {r.stdout.strip()[-300:]}", flush=True)
         return r.returncode == 0
 
     def stop(self, mode="fast"):
-        run(as_pg([f"{PG_BIN}/pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "-w", "-t", "60", "stop"]))
+        r = run(as_pg([f"{PG_BIN}/pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "-w", "-t", "60", "stop"]))
+        if r.returncode != 0 and self.pid() is not None and alive(self.pid()):
+            print(f"# pg_ctl stop -m {mode} {self.name}: {r.stdout.strip()[-200:]}; killed instead", flush=True)
+            self.kill()
 
     def kill(self):
         pids = self.pids()
+        if not pids:
+            print(f"# {self.name}: no process to kill", flush=True)
         for p in pids:
             try:
                 os.kill(p, signal.SIGKILL)
             except OSError:
                 pass
         for p in pids:
-            for _ in range(100):
-                try:
-                    os.kill(p, 0)
-                except OSError:
+            for _ in range(200):
+                if not alive(p):
                     break
                 time.sleep(0.05)
 
