@@ -227,13 +227,12 @@ bool Holder::read_mark()
     // A mark lowered by hand, or lost with etcd's data, never lowers what
     // this node has seen.
     floor_ms_ = std::max(mark, seen_marks_[claimed_]);
-    // The mark is the last window this node recorded itself: no other node
-    // issued under the id since (a holder records a window above the mark
-    // before its first ID, and lowers it at a clean stop to no less than
-    // its last tick issued, which lies above the mark), and this node's
-    // slots hold what it issued.
-    const auto own = own_marks_.find(claimed_);
-    own_mark_ = !kvs.empty() && own != own_marks_.end() && own->second == mark;
+    // The mark is a window this node wrote (confirmed, or its answer lost):
+    // no other node issued under the id since (a holder records a window
+    // above the mark before its first ID, and a clean stop lowers it to no
+    // less than its last tick, above the mark); its slots hold its IDs.
+    const std::vector<int64_t>& own = own_marks_[claimed_];
+    own_mark_ = !kvs.empty() && std::find(own.begin(), own.end(), mark) != own.end();
     // The negative control of test/nemesis only: the marks are not used, as
     // if etcd had none, so that the run's checker must find IDs below a
     // previous holder's. Set in the server's environment, never a setting.
@@ -255,6 +254,10 @@ bool Holder::record_window(int id, int64_t end)
     const std::string node = coord::node_key(prefix_, id), mark = coord::mark_key(prefix_, id);
     std::string why;
     etcd::Txn t;
+    std::vector<int64_t>& own = own_marks_[id];
+    if (own.size() >= 16)
+        own.erase(own.begin() + 1);  // the confirmed one stays first
+    own.push_back(end);
     if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}},
                                       {{true, mark, std::to_string(end), ""}}, {}),
                      &t, &why)) {
@@ -266,7 +269,7 @@ bool Holder::record_window(int id, int64_t end)
         lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
         return false;
     }
-    own_marks_[id] = end;
+    own.assign(1, end);
     return true;
 }
 

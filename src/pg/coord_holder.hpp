@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <map>
+#include <vector>
 #include <string>
 
 #include "core/coord.hpp"
@@ -69,8 +70,10 @@ private:
     int64_t floor_ms_ = 0;
     int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
     std::map<int, int64_t> seen_marks_;  // the highest mark seen per id
-    std::map<int, int64_t> own_marks_;   // the last window end this node recorded per id
-    bool own_mark_ = false;              // the mark read at this claim is own_marks_'s: nobody held it since
+    // Per id, the window ends this node wrote: the last one etcd confirmed,
+    // and those sent since whose answer was lost (etcd may have applied them).
+    std::map<int, std::vector<int64_t>> own_marks_;
+    bool own_mark_ = false;  // the mark read at this claim is one of own_marks_: nobody held the id since
     coord::Episode episodes_[int(Condition::count)];
 };
 

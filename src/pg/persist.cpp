@@ -335,7 +335,9 @@ void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t
 // each shape issued: every issued tick starts before the highest slot tick's
 // start + 1 ms (highest_issued_tick_ms(), as a clean release in etcd). The floors the node started above (restart, etcd claim)
 // stay covered. Not on a standby (its mark is its primary's, from WAL), not
-// after a crash (shared memory is not trusted then), never raised.
+// when the postmaster exits after a crash (non-zero), never raised. After an
+// immediate shutdown crash recovery replays the WAL-logged marks, which
+// raise the floor again.
 namespace {
 void settle_mark_at_exit(int code, Datum)
 {

@@ -276,13 +276,23 @@ class Node:
             print(f"# pg_ctl start {self.name}: {r.stdout.strip()[-300:]}", flush=True)
         return r.returncode == 0
 
+    def resume(self):
+        """SIGCONT to every process of the node: a restart ends a pause."""
+        for p in self.pids():
+            try:
+                os.kill(p, signal.SIGCONT)
+            except OSError:
+                pass
+
     def stop(self, mode="fast"):
+        self.resume()
         r = run(as_pg([f"{PG_BIN}/pg_ctl", "-D", f"{self.dir}/data", "-m", mode, "-w", "-t", "60", "stop"]))
         if r.returncode != 0 and self.pid() is not None and alive(self.pid()):
             print(f"# pg_ctl stop -m {mode} {self.name}: {r.stdout.strip()[-200:]}; killed instead", flush=True)
             self.kill()
 
     def kill(self):
+        self.resume()
         pids = self.pids()
         if not pids:
             print(f"# {self.name}: no process to kill", flush=True)
@@ -473,6 +483,8 @@ class Nemesis:
         self.log = log
         self.pending = []  # (time, action)
         self.lock = threading.Lock()
+        self.node_locks = {n: threading.Lock() for n in nodes}
+        self.threads = []
 
     def later(self, at, action):
         with self.lock:
@@ -520,10 +532,12 @@ class Nemesis:
             holder = next((n for n in ("n3", "n4") if self.holds(n)), None)
             f["target"] = f"holder-7={holder}"
             if holder:
-                self.nodes[holder].kill()
+                with self.node_locks[holder]:
+                    self.nodes[holder].kill()
                 self.later(end, lambda: self.restart(holder, None))
         elif kind == "kill-node":
-            self.nodes[target].kill()
+            with self.node_locks[target]:
+                self.nodes[target].kill()
             self.later(end, lambda: self.restart(target, None))
         elif kind == "clock-restart":
             self.restart(target, f["offset_ms"])
@@ -544,12 +558,23 @@ class Nemesis:
             pass
 
     def restart(self, name, offset_ms):
-        n = self.nodes[name]
-        if offset_ms is not None:
-            n.stop("fast")
-            n.offset_ms = offset_ms
-        if not n.start():
-            print(f"# could not start {name} again", flush=True)
+        """In a thread of its own, one at a time per node, so that a slow
+        stop (a coordinator waiting for etcd) does not hold up the schedule."""
+        def work():
+            with self.node_locks[name]:
+                n = self.nodes[name]
+                if offset_ms is not None:
+                    n.stop("fast")
+                    n.offset_ms = offset_ms
+                if not n.start():
+                    print(f"# could not start {name} again", flush=True)
+        t = threading.Thread(target=work, daemon=True)
+        t.start()
+        self.threads.append(t)
+
+    def settle(self):
+        for t in self.threads:
+            t.join(120)
 
 
 def main():
@@ -606,7 +631,7 @@ def main():
         while now() - start < args.seconds:
             t = now() - start
             nem.due(now())
-            while queue and queue[0]["t"] <= t:
+            while queue and queue[0]["t"] <= t and now() - start < args.seconds:
                 f = queue.pop(0)
                 print(f"fault {f['kind']} {f['target']} at {f['t']:.1f} for {f['d']:.1f}"
                       + (f" ({f['direction']})" if "direction" in f else "")
@@ -620,6 +645,9 @@ def main():
         nem.due(float("inf"))
         for p in proxies:
             p.heal()
+        nem.settle()
+        for n in nodes.values():
+            n.resume()
         end = now()
         stop.set()
         for c in clients:
@@ -644,6 +672,9 @@ def main():
             etcd.kill(m)
         for p in proxies:
             p.close()
+        for name, n in nodes.items():  # the servers' logs stay with the history
+            if os.path.exists(f"{n.dir}/server.log"):
+                shutil.copy(f"{n.dir}/server.log", os.path.join(out, f"{name}.log"))
         shutil.rmtree(work, ignore_errors=True)
     print(f"# run over: {len(done)} operations; the checker judges {out}", flush=True)
     return out
