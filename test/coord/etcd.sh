@@ -29,10 +29,7 @@ set -u
 . test/coord/lib.sh
 
 coord_setup 56100
-ETCD_PORT=23891
-etcd_start main $ETCD_PORT 23991
-etcd_wait_up $ETCD_PORT || { fail "etcd did not start"; cat "$work/etcd-main.log"; exit 1; }
-ETCD_URLS="http://127.0.0.1:$ETCD_PORT"
+etcd_main 23891 23991
 PREFIX=/s1
 
 # --- 1: four nodes, every scheme, two databases each ------------------------

@@ -40,6 +40,15 @@ etcd_wait_up() {  # CLIENT_PORT
 }
 ectl() { etcdctl --endpoints="http://127.0.0.1:$ETCD_PORT" "$@"; }
 
+# etcd_main CLIENT_PORT PEER_PORT: the suite's one-member etcd, "main", in
+# ETCD_PORT and ETCD_URLS; the suite exits when it does not start.
+etcd_main() {
+    ETCD_PORT=$1
+    etcd_start main "$1" "$2"
+    etcd_wait_up "$1" || { fail "etcd did not start"; cat "$work/etcd-main.log"; exit 1; }
+    ETCD_URLS="http://127.0.0.1:$1"
+}
+
 # node_up NAME PORT [FAKETIME] [CONFIG LINE...]: a started node with its id
 # from the etcd at $ETCD_URLS under $PREFIX (FAKETIME "" for the real clock).
 node_up() {

@@ -24,10 +24,7 @@ set -u
 PY=/usr/bin/python3  # Debian's, with python3-psycopg2
 
 coord_setup 56500
-ETCD_PORT=24101
-etcd_start main $ETCD_PORT 24201
-etcd_wait_up $ETCD_PORT || { fail "etcd did not start"; exit 1; }
-ETCD_URLS="http://127.0.0.1:$ETCD_PORT"
+etcd_main 24101 24201
 PREFIX=/o1
 TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 10s")
 INSERT="INSERT INTO t DEFAULT VALUES RETURNING id"

@@ -20,10 +20,7 @@ set -u
 . test/coord/lib.sh
 
 coord_setup 56300
-ETCD_PORT=23871
-etcd_start main $ETCD_PORT 23971
-etcd_wait_up $ETCD_PORT || { fail "etcd did not start"; cat "$work/etcd-main.log"; exit 1; }
-ETCD_URLS="http://127.0.0.1:$ETCD_PORT"
+etcd_main 23871 23971
 PATRONI=/usr/bin/patroni
 declare -A rest_of
 

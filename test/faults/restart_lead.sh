@@ -16,10 +16,7 @@ set -u
 . test/coord/lib.sh
 
 coord_setup 56560
-ETCD_PORT=24161
-etcd_start lead $ETCD_PORT 24162
-etcd_wait_up $ETCD_PORT || { fail "etcd did not start"; exit 1; }
-ETCD_URLS="http://127.0.0.1:$ETCD_PORT"
+etcd_main 24161 24162
 PREFIX=/lead
 
 # settings mode: node "s" with shardid.node_id = 7.
