@@ -44,7 +44,7 @@ run_gtest() {  # NAME BINARY
     record "$1" "$ok" "$bad"
 }
 mkdir -p build
-if make -s unit >/dev/null 2>build/unit.log; then
+if make -s -j2 unit >/dev/null 2>build/unit.log; then  # the plain and the sanitized build side by side
     run_gtest "unit (core)" build/unit_tests
     run_gtest "unit (core, ASan+UBSan)" build/unit_tests_san
 else

@@ -18,3 +18,17 @@ SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
 FROM (SELECT next_trace_id() AS id FROM rows_for_workers) s;
 RESET ALL;
 DROP TABLE rows_for_workers;
+-- A value set before shardid is loaded that PostgreSQL does not accept
+-- keeps the setting's default, with only PostgreSQL's WARNING; shardid then
+-- issues nothing in that session (cluster 0 is not what was configured).
+\c
+SET shardid.cluster_id = 'x3';
+SELECT next_trace_id() IS NOT NULL AS issued;
+SELECT state, last_error FROM shardid_coordination();
+SET shardid.cluster_id = 3;
+SELECT next_trace_id() IS NOT NULL AS issued;
+-- A new session with a value it accepts issues.
+\c
+SET shardid.cluster_id = 3;
+SELECT next_trace_id() IS NOT NULL AS issued;
+SELECT state, last_error FROM shardid_coordination();

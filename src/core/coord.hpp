@@ -53,6 +53,11 @@ constexpr int64_t request_timeout_ms(int64_t ttl_ms)
     return t < 300 ? 300 : t > 5000 ? 5000 : t;
 }
 
+// Each request of a clean release (lower the mark, revoke the lease) waits
+// at most this long per endpoint: neither is needed for safety, and a
+// shutdown or a Patroni switchover waits for them.
+constexpr int64_t release_timeout_ms = 500;
+
 // How far beyond a tick a generator needs, or beyond the floor a new holder
 // starts above, the window reaches.
 constexpr int64_t window_span_ms = 2000;

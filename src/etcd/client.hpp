@@ -43,6 +43,9 @@ public:
     bool txn(const std::string& body, Txn* out, std::string* why);
     bool range(const std::string& key, const std::string& range_end, std::vector<KeyValue>* out, std::string* why);
 
+    // The timeout of each later request (per endpoint tried).
+    void set_timeout_ms(int64_t ms) { config_.timeout_ms = ms; }
+    int64_t timeout_ms() const { return config_.timeout_ms; }
     // The endpoint the last request went to.
     const std::string& endpoint() const { return config_.endpoints[current_]; }
     uint64_t requests() const { return requests_; }

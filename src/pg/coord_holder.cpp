@@ -1,12 +1,10 @@
-// The holder's steps against etcd (src/pg/coord_holder.hpp): keep the
-// lease, claim the id, read the previous holder's mark, record the window,
-// take counter values for backends, and give the claim back. The rules:
+// The holder's steps against etcd (src/pg/coord_holder.hpp): keep the lease, claim the id, read the previous
+// holder's mark, record the window, take counter values for backends, and give the claim back. The rules:
 // src/core/coord.hpp.
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <string>
-
 #include <unistd.h>
 
 #include "core/text.hpp"
@@ -461,6 +459,8 @@ void Holder::release()
     c.generation.fetch_add(1, std::memory_order_seq_cst);
     if (lease_.empty())
         return;
+    // Courtesies, not needed for safety: a shutdown waits 0.5 s per request.
+    client_.set_timeout_ms(std::min(coord::release_timeout_ms, client_.timeout_ms()));
     std::string why;
     if (was_held) {
         // A clean stop lowers the mark to what was issued (never below the

@@ -188,6 +188,11 @@ namespace {
 bool usable_settings(etcd::Config* config, std::string* why)
 {
     std::string reason;
+    if (refused_settings()[0] != '\0') {
+        *why = std::string("a configured value was not accepted: ") + refused_settings() +
+               " (PostgreSQL kept the default)";
+        return false;
+    }
     if (!etcd_numbers(why))
         return false;
     const char* prefix = etcd_prefix ? etcd_prefix : "";

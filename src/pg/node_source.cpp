@@ -49,10 +49,51 @@ public:
 
 const SettingSource setting_source;
 
+// A configured value PostgreSQL did not accept (refused_settings()): the
+// source in use may itself be the default that replaced it, so nothing is
+// issued, whichever it is.
+class RefusedSource final : public NodeIdSource {
+public:
+    const char* name() const override { return "refused"; }
+
+    bool hold(SourceTicket*, Status* status) const override
+    {
+        *status = refusal();
+        return false;
+    }
+    bool node_id(const Layout&, const SourceTicket&, uint64_t*, Status* status) const override
+    {
+        *status = refusal();
+        return false;
+    }
+    bool confirm(SourceTicket, int64_t, Status* status) const override
+    {
+        *status = refusal();
+        return false;
+    }
+    void wait(TimestampTz, const Status& why) const override { raise(why); }
+    void waited() const override {}
+    int64 take_counter(NodeCounter, int64) const override { raise(refusal()); }
+
+private:
+    static Status refusal()
+    {
+        return Status::fail(Error::not_configured, "a shardid setting has a configured value that was not accepted")
+            .with_detail("%s: PostgreSQL kept the setting's default instead, and shardid issues no IDs under a value "
+                         "nobody configured.",
+                         refused_settings())
+            .with_hint("%s", refused_hint());
+    }
+};
+
+const RefusedSource refused_source;
+
 }  // namespace
 
 const NodeIdSource& node_id_source()
 {
+    if (refused_settings()[0] != '\0')
+        return refused_source;
     return node_id_source_setting == int(NodeIdSourceSetting::etcd) ? etcd_source()
                                                                     : static_cast<const NodeIdSource&>(setting_source);
 }

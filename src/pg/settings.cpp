@@ -183,13 +183,44 @@ const char* short_desc(const Setting& s)
                                psprintf("%.*s%d%s", int(at - s.short_desc), s.short_desc, s.max, at + 2));
 }
 
+// The settings whose configured value was not accepted, as given, and
+// whether that was at server start (preloaded) or in this session.
+std::string refused;
+bool refused_at_start = false;
+
+// Would PostgreSQL accept `given` for the setting just defined? Asked as
+// for a value from postgresql.conf, without setting it (nothing is logged):
+// 0 is a refusal; a valid value not applied returns -1.
+bool accepted(const char* name, const char* given)
+{
+    return set_config_option(name, given, PGC_POSTMASTER, PGC_S_FILE, GUC_ACTION_SET, false, DEBUG5, false) != 0;
+}
+
 }  // namespace
+
+const char* refused_settings() { return refused.c_str(); }
+
+const char* refused_hint()
+{
+    return refused_at_start
+               ? "Correct the setting in postgresql.conf (or with ALTER SYSTEM) and restart the server."
+               : "Correct the setting where it is configured (reload the configuration if that is postgresql.conf) and "
+                 "start a new session.";
+}
 
 void define_settings()
 {
     for (const Setting& s : settings) {
         if (s.at_start && !process_shared_preload_libraries_in_progress)
             continue;  // loaded later: the node takes its id from shardid.node_id (no worker to claim one)
+        // A value configured before shardid was loaded waits as a
+        // placeholder; defining the setting applies it, or keeps the
+        // default with only a WARNING when it is malformed or out of range.
+        // A default nobody chose is not trusted (see refused_settings()).
+        // (Copied with pstrdup: PostgreSQL may raise in between, and no C++
+        // object with a destructor may be alive then.)
+        const char* placeholder = GetConfigOption(s.name, true, false);
+        const char* given = placeholder ? pstrdup(placeholder) : nullptr;
         const char* desc = short_desc(s);
         switch (s.kind) {
         case Kind::integer:
@@ -209,8 +240,17 @@ void define_settings()
                                        s.context, s.flags, s.string_check, nullptr, nullptr);
             break;
         }
+        if (given != nullptr && !accepted(s.name, given))
+            refused += std::string(refused.empty() ? "" : ", ") + s.name + " = '" + printable(given) + "'";
     }
     MarkGUCPrefixReserved("shardid");
+    refused_at_start = process_shared_preload_libraries_in_progress;
+    if (!refused.empty())
+        ereport(WARNING, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+                          errmsg("shardid issues no IDs: a configured value was not accepted: %s", refused.c_str()),
+                          errdetail("PostgreSQL keeps the default instead, and shardid does not issue IDs under a "
+                                    "value nobody configured."),
+                          errhint("%s", refused_hint())));
 }
 
 // The etcd settings that are numbers, read from their text: they are text

@@ -47,6 +47,19 @@ extern int etcd_wait_ms;
 // settings of a library loaded later).
 void define_settings();
 
+// The settings whose configured value (postgresql.conf, ALTER SYSTEM, the
+// command line) PostgreSQL did not accept when shardid was loaded, as
+// "shardid.node_id = '7x'", joined by ", "; empty when none. PostgreSQL
+// keeps the default then, with only a WARNING: shardid.node_id_source =
+// 'etdc' would issue under shardid.node_id without a claim, and
+// shardid.cluster_id = 'x3' under cluster 0. While one is refused, no
+// generator issues (node_id_source()) and the coordinator claims nothing;
+// the corrected value is read again at the next server start (without
+// preloading: in the next session).
+const char* refused_settings();
+// What to do about it: restart the server (preloaded) or start a new session.
+const char* refused_hint();
+
 // The wall clock as this backend reads it (with shardid.clock_offset_ms).
 inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }
 

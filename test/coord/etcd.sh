@@ -309,6 +309,33 @@ check "a malformed endpoint setting: shardid_coordination() says it is not usabl
     "$(q bad -c "SELECT state, last_error FROM shardid_coordination()")"
 check "a malformed endpoint setting: generation fails with 55000" "55000: the etcd settings of this node are not usable" \
     "$(q_err bad "SELECT next_snowflake_id()")"
+# A value PostgreSQL does not accept for a setting it checks itself keeps
+# that setting's default, with only a WARNING. shardid then issues nothing:
+# node_id '7x' would otherwise claim the lowest free id, node_id_source
+# 'etdc' would issue under shardid.node_id = 5 with no claim at all, and
+# cluster_id 'x3' eight-byte IDs under cluster 0.
+node_up tx $((base + 96)) "" "shardid.node_id = '7x'" || fail "a node with node_id '7x' did not start"
+wait_state tx misconfigured 10 || fail "node_id '7x': state $(q tx -c "SELECT state FROM shardid_coordination()")"
+sleep 1  # what the worker would claim, it would have claimed by now
+check "a malformed shardid.node_id in etcd mode: misconfigured, naming the value, nothing claimed" \
+    "misconfigured||a configured value was not accepted: shardid.node_id = '7x' (PostgreSQL kept the default)" \
+    "$(q tx -c "SELECT state, node_id, last_error FROM shardid_coordination()")"
+check "a malformed shardid.node_id: generation fails with 55000" \
+    "55000: a shardid setting has a configured value that was not accepted" "$(q_err tx "SELECT next_snowflake_id()")"
+grep -q "WARNING:  shardid issues no IDs: a configured value was not accepted: shardid.node_id = '7x'" \
+    "${dir_of[tx]}/server.log" && pass "a malformed shardid.node_id: the server log says so at start" ||
+    fail "a malformed shardid.node_id: nothing in the log"
+node_up ts $((base + 97)) "" "shardid.node_id_source = 'etdc'" "shardid.node_id = 5" "shardid.cluster_id = 'x3'" ||
+    fail "a node with node_id_source 'etdc' did not start"
+check "a malformed shardid.node_id_source: settings mode, misconfigured, naming both values" \
+    "setting|misconfigured|a configured value was not accepted: shardid.node_id_source = 'etdc', shardid.cluster_id = 'x3'" \
+    "$(q ts -c "SELECT source, state, last_error FROM shardid_coordination()")"
+for f in "next_snowflake_id()" "next_snowflake_id(5)" "next_uuidv7()" "next_decimal_id()" "next_call_number()" \
+    "next_eightbyte_id()"; do
+    check "a malformed shardid.node_id_source: $f fails with 55000" \
+        "55000: a shardid setting has a configured value that was not accepted" "$(q_err ts "SELECT $f")"
+done
+check "a malformed setting: decoding still works" "5" "$(q ts -c "SELECT shard FROM snowflake_decode(1 << 22 | 5 << 12)")"
 for mode in html truncated; do
     port=$((23880 + ${#mode}))
     python3 test/coord/proxy.py $port $mode & coord_pids+=($!)
@@ -360,7 +387,7 @@ mark_now=$(ectl get --print-value-only "$PREFIX/mark/30")
     fail "a lowered mark: the node recorded $mark_now, below the $seen it saw"
 check "a mark lowered by hand: every later ID sorts above the earlier ones" "t" \
     "$(q k1 -c "SELECT min(next_snowflake_id()) > $before FROM generate_series(1, 20000)")"
-for n in n1 e1 f1 p2 r1 s1 s2 bad bhtml btruncated k1; do
+for n in n1 e1 f1 p2 r1 s1 s2 bad tx ts bhtml btruncated k1; do
     q "$n" -c "SELECT 1" >/dev/null 2>&1 || fail "node $n is down (a crash?)"
 done
 grep -l "was terminated by signal\|server process .* terminated" "${coord_dirs[@]/%//server.log}" 2>/dev/null |

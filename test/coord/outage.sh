@@ -273,3 +273,16 @@ mark_after=$(etcdctl --endpoints="http://127.0.0.1:$ETCD_LOST" get --print-value
 for n in u1 w1 r1 x1 c1 a1 b1; do q "$n" -c "SELECT 1" >/dev/null 2>&1 || fail "node $n is down (a crash?)"; done
 grep -l "was terminated by signal" "${coord_dirs[@]/%//server.log}" 2>/dev/null | grep -q . &&
     fail "a server log records a crashed process" || pass "no process crashed"
+
+# --- 8: a clean stop while etcd does not answer ---------------------------------
+# Lowering the mark and revoking the lease are courtesies: a fast shutdown
+# waits at most 0.5 s for each, not the request timeout (3 s at TTL 10 s).
+# The bound allows one request in flight when the stop comes (3 s).
+wait_state u1 held 10 || fail "u1 is not held before the stop"
+kill -STOP "${etcd_pid_of[main]}"
+t0=$(date +%s%3N)
+cluster_stop "${dir_of[u1]}"
+took=$(($(date +%s%3N) - t0))
+kill -CONT "${etcd_pid_of[main]}"
+[ "$took" -lt 4500 ] && pass "a fast shutdown while etcd does not answer took $took ms (bound 4.5 s)" ||
+    fail "a fast shutdown while etcd does not answer took $took ms (bound 4.5 s)"

@@ -102,7 +102,7 @@ TICK_S = 60.0  # the minute layout's tick
 RECLAIM = {"kill-holder", "kill-node", "clock-restart"}  # faults after which a node claims anew
 
 
-def summary(ops, faults, start, end, ttl, wait):
+def summary(ops, faults, start, end, ttl, wait, contenders=("n3", "n4"), lag=None):
     lines = []
     kinds = collections.Counter(f["kind"] for f in faults)
     lines.append(f"faults: {sum(kinds.values())} of {len(kinds)} kinds")
@@ -125,24 +125,38 @@ def summary(ops, faults, start, end, ttl, wait):
     lines.append("longest gap without a successful ID, per node, against its bound:")
     lines.append(f"  (bound: the end of the faults on the node, its links, its id or etcd during the gap, plus the")
     lines.append(f"  lease TTL {ttl:g} s, shardid.etcd_wait {wait:g} s and {RESTART_S:g} s for a restart, plus {TICK_S:g} s")
-    lines.append(f"  after a restart or a change of node id 7's holder (the minute layout's next tick); {wait + 1:g} s")
+    lines.append(f"  after a restart or a change of node id 7's holder (the minute layout's next tick; a fault on")
+    lines.append(f"  either of {' and '.join(contenders)} can change it), plus the node's clock lag, if any; {wait + 1:g} s")
     lines.append(f"  without a fault)")
+    lag = lag or {}
+
+    def on_contender(f, node):
+        # A fault that can take node id 7 from its holder (not a client
+        # partition), when `node` is one of the contenders for it.
+        return node in contenders and f["target"] in contenders and f["kind"] != "partition-client"
+
+    def reclaims(f, node):
+        # A restart, or a fault on either contender: a node then claims
+        # above a mark it did not write in this life.
+        return f["kind"] in RECLAIM or on_contender(f, node)
     over, over_examples = 0, []
     for node in sorted({o["node"] for o in ops}):
         times = sorted(o["t1"] for o in ops if o["node"] == node and o["outcome"] == "ok")
         points = [start] + times + [end]
         worst = None
         for a, b in zip(points, points[1:]):
-            # After a restart, or a kill of node id 7's holder (which both
-            # contenders feel: the other takes the id over), a node claims
+            # After a restart, or when node id 7 changes hands (a kill of
+            # its holder, or any fault on either contender), a node claims
             # above a mark it did not write in this life, and its minute
             # layout waits for the next minute (docs/coordination.md): up
-            # to TICK_S more.
-            on = [f for f in faults if f["t"] < b and f["t"] + f["d"] + TICK_S > a and
+            # to TICK_S more, and a node whose clock lags waits that much
+            # longer for it.
+            extra = TICK_S + lag.get(node, 0)
+            on = [f for f in faults if f["t"] < b and f["t"] + f["d"] + extra > a and
                   (f["target"] == node or "etcd" in f["target"] or
-                   (f["target"].startswith("holder-7") and node in ("n3", "n4")))]
-            on = [f for f in on if f["t"] + f["d"] > a or f["kind"] in RECLAIM]
-            bound = (max(f["t"] + f["d"] + (TICK_S if f["kind"] in RECLAIM else 0) for f in on) - a + ttl +
+                   (node in contenders and f["target"].startswith("holder-7")) or on_contender(f, node))]
+            on = [f for f in on if f["t"] + f["d"] > a or reclaims(f, node)]
+            bound = (max(f["t"] + f["d"] + (extra if reclaims(f, node) else 0) for f in on) - a + ttl +
                      wait + RESTART_S) if on else wait + 1
             if b - a > bound:
                 over += 1
@@ -170,7 +184,10 @@ def main():
     end = meta.get("end", max((o["t1"] for o in ops), default=0))
     for f in faults:  # the schedule's times are seconds into the run
         f["t"] += start
-    for line in summary(ops, faults, start, end, meta.get("lease_ttl_s", 5), meta.get("etcd_wait_s", 5)):
+    # (Histories written before run.json named the contenders and clock
+    # lags had these.)
+    for line in summary(ops, faults, start, end, meta.get("lease_ttl_s", 5), meta.get("etcd_wait_s", 5),
+                        tuple(meta.get("contenders", ["n3", "n4"])), meta.get("clock_lag_s", {"n4": 30.0})):
         print(line)
     found, examples = judge(ops)
     for kind, texts in examples.items():

@@ -659,7 +659,9 @@ def main():
                 f.write(json.dumps(rec) + "\n")
         with open(os.path.join(out, "run.json"), "w") as f:
             json.dump({"seed": args.seed, "seconds": args.seconds, "control": args.control, "start": start,
-                       "end": end, "lease_ttl_s": LEASE_TTL_S, "etcd_wait_s": ETCD_WAIT_S}, f)
+                       "end": end, "lease_ttl_s": LEASE_TTL_S, "etcd_wait_s": ETCD_WAIT_S,
+                       "contenders": ["n3", "n4"], "clock_lag_s": {n.name: -n.offset_ms / 1000 for n in nodes.values()
+                                                                   if n.offset_ms < 0}}, f)
     finally:
         for n in nodes.values():
             for p in n.pids():
