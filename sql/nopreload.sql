@@ -32,3 +32,11 @@ SELECT next_trace_id() IS NOT NULL AS issued;
 SET shardid.cluster_id = 3;
 SELECT next_trace_id() IS NOT NULL AS issued;
 SELECT state, last_error FROM shardid_coordination();
+-- Node ids from etcd need the coordinator, which only preloading starts: a
+-- session told to take its id from etcd does not issue under
+-- shardid.node_id instead.
+\c
+SET shardid.node_id_source = 'etcd';
+SELECT next_trace_id() IS NOT NULL AS issued;
+SELECT state, last_error FROM shardid_coordination();
+\c

@@ -196,6 +196,20 @@ bool accepted(const char* name, const char* given)
     return set_config_option(name, given, PGC_POSTMASTER, PGC_S_FILE, GUC_ACTION_SET, false, DEBUG5, false) != 0;
 }
 
+void refuse(const char* name, const char* given, const char* why)
+{
+    refused += std::string(refused.empty() ? "" : ", ") + name + " = '" + printable(given) + "'" + why;
+}
+
+// Is `given` the name of an enumeration setting's default?
+bool is_boot_option(const Setting& s, const char* given)
+{
+    for (const config_enum_entry* o = s.options; o->name != nullptr; o++)
+        if (o->val == s.boot && pg_strcasecmp(o->name, given) == 0)
+            return true;
+    return false;
+}
+
 }  // namespace
 
 const char* refused_settings() { return refused.c_str(); }
@@ -211,8 +225,15 @@ const char* refused_hint()
 void define_settings()
 {
     for (const Setting& s : settings) {
-        if (s.at_start && !process_shared_preload_libraries_in_progress)
-            continue;  // loaded later: the node takes its id from shardid.node_id (no worker to claim one)
+        if (s.at_start && !process_shared_preload_libraries_in_progress) {
+            // Loaded later: the node takes its id from shardid.node_id (no
+            // worker to claim one), so a node told to take it from elsewhere
+            // must not issue under shardid.node_id instead.
+            const char* given = GetConfigOption(s.name, true, false);
+            if (s.kind == Kind::enumeration && given != nullptr && !is_boot_option(s, given))
+                refuse(s.name, given, " (takes effect only with shared_preload_libraries = 'shardid')");
+            continue;
+        }
         // A value configured before shardid was loaded waits as a
         // placeholder; defining the setting applies it, or keeps the
         // default with only a WARNING when it is malformed or out of range.
@@ -241,7 +262,7 @@ void define_settings()
             break;
         }
         if (given != nullptr && !accepted(s.name, given))
-            refused += std::string(refused.empty() ? "" : ", ") + s.name + " = '" + printable(given) + "'";
+            refuse(s.name, given, "");
     }
     MarkGUCPrefixReserved("shardid");
     refused_at_start = process_shared_preload_libraries_in_progress;
