@@ -26,14 +26,13 @@ constexpr int columns = 14;
 Datum from_setting(FunctionCallInfo fcinfo)
 {
     Row<columns> row;
-    const bool refused = refused_settings()[0] != '\0';
+    const char* refused = refused_reason();
     row.add(CStringGetTextDatum("setting"));
     row.add(CStringGetTextDatum(refused ? "misconfigured" : node_id >= 0 ? "configured" : "unset"));
     node_id >= 0 ? row.add(Int32GetDatum(node_id)) : row.add_null();
     while (row.n < 10)
-        row.add_null();  // claimed_at .. endpoint: no claim, no etcd
-    refused ? row.add(CStringGetTextDatum(psprintf("a configured value was not accepted: %s", refused_settings())))
-            : row.add_null();  // last_error
+        row.add_null();                                                // claimed_at .. endpoint: no claim, no etcd
+    refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
     while (row.n < columns)
         row.add_null();
     return return_row(fcinfo, row);

@@ -188,9 +188,8 @@ namespace {
 bool usable_settings(etcd::Config* config, std::string* why)
 {
     std::string reason;
-    if (refused_settings()[0] != '\0') {
-        *why = std::string("a configured value was not accepted: ") + refused_settings() +
-               " (PostgreSQL kept the default)";
+    if (refused_reason() != nullptr) {
+        *why = std::string(refused_reason()) + " (PostgreSQL kept the default)";
         return false;
     }
     if (!etcd_numbers(why))

@@ -92,7 +92,7 @@ const RefusedSource refused_source;
 
 const NodeIdSource& node_id_source()
 {
-    if (refused_settings()[0] != '\0')
+    if (refused_reason() != nullptr)
         return refused_source;
     return node_id_source_setting == int(NodeIdSourceSetting::etcd) ? etcd_source()
                                                                     : static_cast<const NodeIdSource&>(setting_source);

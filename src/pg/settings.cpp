@@ -185,7 +185,7 @@ const char* short_desc(const Setting& s)
 
 // The settings whose configured value was not accepted, as given, and
 // whether that was at server start (preloaded) or in this session.
-std::string refused;
+std::string refused, reason;
 bool refused_at_start = false;
 
 // Would PostgreSQL accept `given` for the setting just defined? Asked as
@@ -213,6 +213,8 @@ bool is_boot_option(const Setting& s, const char* given)
 }  // namespace
 
 const char* refused_settings() { return refused.c_str(); }
+
+const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str(); }
 
 const char* refused_hint()
 {
@@ -266,12 +268,13 @@ void define_settings()
     }
     MarkGUCPrefixReserved("shardid");
     refused_at_start = process_shared_preload_libraries_in_progress;
-    if (!refused.empty())
-        ereport(WARNING, (errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-                          errmsg("shardid issues no IDs: a configured value was not accepted: %s", refused.c_str()),
-                          errdetail("PostgreSQL keeps the default instead, and shardid does not issue IDs under a "
-                                    "value nobody configured."),
-                          errhint("%s", refused_hint())));
+    if (refused.empty())
+        return;
+    reason = "a configured value was not accepted: " + refused;
+    ereport(WARNING, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("shardid issues no IDs: %s", reason.c_str()),
+                      errdetail("PostgreSQL keeps the default instead, and shardid does not issue IDs under a "
+                                "value nobody configured."),
+                      errhint("%s", refused_hint())));
 }
 
 // The etcd settings that are numbers, read from their text: they are text

@@ -57,6 +57,9 @@ void define_settings();
 // the corrected value is read again at the next server start (without
 // preloading: in the next session).
 const char* refused_settings();
+// "a configured value was not accepted: " and that list, or nullptr when
+// none was refused (the one test of whether any was).
+const char* refused_reason();
 // What to do about it: restart the server (preloaded) or start a new session.
 const char* refused_hint();
 
