@@ -116,6 +116,29 @@ cluster_start() {
 }
 cluster_stop() { as_pg "$PG_BIN/pg_ctl" -D "$1/data" -m "${2:-fast}" -w stop >/dev/null 2>&1 || true; }
 
+# node_setting DIR PORT NAME VALUE|DEFAULT: a setting of the whole server
+# (shardid.clock_offset_ms, shardid.max_clock_lead, ...: no session may set
+# them) changed with ALTER SYSTEM and a reload, and waited for (at most
+# 10 s) until a new session has it: its pg_conf_load_time() is the
+# postmaster's last reload. DEFAULT resets it.
+node_setting() {
+    local dir=$1 port=$2 name=$3 value=$4 asked
+    if [ "$value" = DEFAULT ]; then
+        cluster_psql "$dir" "$port" -c "LOAD 'shardid'" -c "ALTER SYSTEM RESET $name" || return 1
+    else
+        cluster_psql "$dir" "$port" -c "LOAD 'shardid'" -c "ALTER SYSTEM SET $name = '$value'" || return 1
+    fi
+    asked=$(cluster_psql "$dir" "$port" -At -c "SELECT clock_timestamp()" -c "SELECT pg_reload_conf()" | head -1) ||
+        return 1
+    for _ in $(seq 1 100); do
+        [ "$(cluster_psql "$dir" "$port" -At -c "SELECT pg_conf_load_time() >= '$asked'" 2>/dev/null)" = t ] &&
+            return 0
+        sleep 0.1
+    done
+    echo "node_setting: the reload that sets $name did not show within 10 s" >&2
+    return 1
+}
+
 # cluster_psql DIR PORT [psql args...]: psql as the postgres superuser.
 cluster_psql() {
     local dir=$1 port=$2; shift 2

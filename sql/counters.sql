@@ -129,3 +129,14 @@ SELECT base32_decode('80000000000000');
 \echo :LAST_ERROR_SQLSTATE
 SELECT base32_encode(1, 65);
 \echo :LAST_ERROR_SQLSTATE
+
+-- The cluster's call-number key lives in etcd: with node ids from settings
+-- it is refused, and PUBLIC may not call it at all.
+SELECT shardid_set_call_number_key('default');
+\echo :LAST_ERROR_SQLSTATE
+CREATE ROLE call_key_clerk;
+SET ROLE call_key_clerk;
+SELECT shardid_set_call_number_key('default');
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+DROP ROLE call_key_clerk;

@@ -44,6 +44,17 @@ SET shardid.clock_offset_ms = -60000;
 SET shardid.max_clock_lead = '1h';
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
+-- The settings that move the node's shared clock, or decide whether its
+-- state reaches standbys, are the whole server's: no session sets them,
+-- a superuser's neither.
+SET shardid.clock_offset_ms = 86400000;
+\echo :LAST_ERROR_SQLSTATE
+SET shardid.max_clock_lead = '1h';
+\echo :LAST_ERROR_SQLSTATE
+SET shardid.wal_log_mark = off;
+\echo :LAST_ERROR_SQLSTATE
+ALTER ROLE shardid_app SET shardid.max_clock_lead = '1h';
+\echo :LAST_ERROR_SQLSTATE
 
 -- A superuser may set it per role or database too.
 ALTER ROLE shardid_app SET shardid.node_id = 12;

@@ -282,7 +282,8 @@ CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_i
                                      OUT claimed_at timestamptz, OUT lease_id text, OUT lease_ttl integer,
                                      OUT issuing_until timestamptz, OUT window_start timestamptz,
                                      OUT window_end timestamptz, OUT endpoint text, OUT last_error text,
-                                     OUT last_answer_at timestamptz, OUT requests bigint, OUT errors bigint)
+                                     OUT last_answer_at timestamptz, OUT requests bigint, OUT errors bigint,
+                                     OUT password_in_clear boolean)
     RETURNS record
     AS 'MODULE_PATHNAME', 'shardid_coordination'
     LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -290,7 +291,7 @@ REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
 COMMENT ON FUNCTION shardid_coordination() IS
     'where this node''s id comes from (setting or etcd) and, with etcd, the claim: id held, lease, until when IDs '
-    'are issued without a renewal, the time window recorded in etcd, endpoint, last error; superusers and pg_monitor';
+    'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; superusers and pg_monitor';
 
 -- DecimalId (SPEC 2.2): counter * 10^10 + generator_id * 10^5 + launch_id
 
@@ -726,6 +727,17 @@ COMMENT ON FUNCTION snowflake_created_within(bigint, tstzrange) IS
     'was the snowflake ID created within the period? Planned as an index range condition on the ID';
 COMMENT ON FUNCTION instagram_created_within(bigint, tstzrange) IS
     'was the Instagram-style ID created within the period? Planned as an index range condition on the ID';
+
+-- The cluster's call-number key, in etcd (1.2): recorded only by a
+-- superuser, so no role can make other databases' call numbers fail.
+CREATE FUNCTION shardid_set_call_number_key(key_name text) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_set_call_number_key'
+    LANGUAGE C VOLATILE;
+REVOKE ALL ON FUNCTION shardid_set_call_number_key(text) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_set_call_number_key(text) IS
+    'superusers, node ids from etcd: records this database''s key key_name as the cluster''s call-number key, so '
+    'that every node and database whose shardid.call_number_key differs is refused; NULL clears it (each key then '
+    'issues call numbers of its own); returns the key''s fingerprint';
 
 -- Moving a logical shard to this node: every later ID of the layout sorts
 -- above the shard's highest ID (superusers; bounded by shardid.max_clock_lead).

@@ -33,10 +33,14 @@ SELECT shardid_advance_past('instagram', -1);
 SELECT shardid_advance_past('no_such_layout', 1);
 \set VERBOSITY default
 SELECT last_tick_at = :'tick_before' AS unchanged_after_refusal FROM shardid_status WHERE layout = 'instagram';
-SET shardid.max_clock_lead = '20s';
+ALTER SYSTEM SET shardid.max_clock_lead = '20s';  -- the whole server's, reloaded
+SELECT pg_reload_conf() AS reloaded, pg_sleep(0.5) IS NOT NULL AS waited;
+SHOW shardid.max_clock_lead;
 SELECT shardid_advance_past('instagram', id_compose('instagram', clock_timestamp() + interval '15 s', 5, 0)) > interval '12 s'
     AS allowed_within_a_larger_lead;
-RESET shardid.max_clock_lead;
+ALTER SYSTEM RESET shardid.max_clock_lead;
+SELECT pg_reload_conf() AS reloaded, pg_sleep(0.5) IS NOT NULL AS waited;
+SHOW shardid.max_clock_lead;
 
 -- Superusers only: PUBLIC cannot call it, and a grant is not enough.
 CREATE ROLE sharding_mover;

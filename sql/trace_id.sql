@@ -58,9 +58,13 @@ SELECT trace_id_timestamp(((123::bigint) << 38) | 1, 'infinity');
 \echo :LAST_ERROR_SQLSTATE
 
 -- The wall clock steps back a minute: IDs keep increasing, from the same
--- logical second.
+-- logical second. The clock and the lead are the whole server's (set in
+-- its configuration and reloaded; a session cannot set them), so the
+-- reload is waited for before each step.
 CREATE TEMP TABLE before_step AS SELECT next_trace_id() AS id;
-SET shardid.clock_offset_ms = -60000;
+ALTER SYSTEM SET shardid.clock_offset_ms = -60000;
+SELECT pg_reload_conf() AS reloaded, pg_sleep(0.5) IS NOT NULL AS waited;
+SHOW shardid.clock_offset_ms;
 CREATE TEMP TABLE after_step AS SELECT next_trace_id() AS id;
 SELECT a.id > b.id AS larger, a.id >> 38 = b.id >> 38 AS same_logical_second
 FROM before_step b, after_step a;
@@ -68,18 +72,24 @@ FROM before_step b, after_step a;
 -- While the clock is behind, using up the second's 4,194,303 counters would
 -- move the logical clock 60 s ahead of it: past shardid.max_clock_lead the
 -- statement fails.
-SET shardid.max_clock_lead = '10s';
+ALTER SYSTEM SET shardid.max_clock_lead = '10s';
+SELECT pg_reload_conf() AS reloaded, pg_sleep(0.5) IS NOT NULL AS waited;
+SHOW shardid.max_clock_lead;
 SELECT pg_temp.error_of('SELECT count(next_trace_id()) FROM generate_series(1, 4194304)');
 -- With a larger lead allowed, the logical clock moves one second ahead, and
 -- a full second of counters (4,194,303) fits in it.
-SET shardid.max_clock_lead = '5min';
+ALTER SYSTEM SET shardid.max_clock_lead = '5min';
+SELECT pg_reload_conf() AS reloaded, pg_sleep(0.5) IS NOT NULL AS waited;
+SHOW shardid.max_clock_lead;
 WITH g AS (SELECT n, next_trace_id() AS id FROM generate_series(1, 4194303) n),
      o AS (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM g)
 SELECT count(*) AS ids, bool_and(prev IS NULL OR id > prev) AS strictly_increasing,
        (SELECT max(id) FROM o) >> 38 = ((SELECT id FROM after_step) >> 38) + 1 AS moved_one_second
 FROM o;
-RESET shardid.max_clock_lead;
-RESET shardid.clock_offset_ms;
+ALTER SYSTEM RESET shardid.max_clock_lead;
+ALTER SYSTEM RESET shardid.clock_offset_ms;
+SELECT pg_reload_conf() AS reloaded, pg_sleep(0.5) IS NOT NULL AS waited;
+SHOW shardid.clock_offset_ms;
 SELECT next_trace_id() > (SELECT id FROM after_step) AS still_larger_after_reset;
 
 -- Parallel workers share the node-wide state with their leader.

@@ -30,6 +30,28 @@ namespace shardid::coord {
 constexpr int64_t min_lease_ttl_s = 2;
 constexpr int64_t max_lease_ttl_s = 300;
 
+// Arithmetic on values from outside (etcd's answers, keys anyone with
+// write access to the prefix may have edited): saturating at int64's ends
+// instead of overflowing, so a key at 2^63-1 gives a value that a later
+// check refuses, never one that wrapped around.
+constexpr int64_t sat_add(int64_t a, int64_t b)
+{
+    if (b > 0 && a > INT64_MAX - b)
+        return INT64_MAX;
+    if (b < 0 && a < INT64_MIN - b)
+        return INT64_MIN;
+    return a + b;
+}
+
+// The TTL a node fences with: what it asked for, or less when etcd granted
+// less. A grant of more than was asked (a broken or hostile gateway) never
+// lengthens the fence: etcd may expire the lease after the TTL asked.
+// 0 when the grant is not usable at all (not positive).
+constexpr int64_t fenced_ttl_s(int64_t asked_s, int64_t granted_s)
+{
+    return granted_s <= 0 ? 0 : granted_s < asked_s ? granted_s : asked_s;
+}
+
 // How long before the lease could expire on the etcd side the holder stops.
 constexpr int64_t fence_margin_ms(int64_t ttl_ms) { return ttl_ms / 5 > 1000 ? ttl_ms / 5 : 1000; }
 
@@ -37,7 +59,7 @@ constexpr int64_t fence_margin_ms(int64_t ttl_ms) { return ttl_ms / 5 > 1000 ? t
 // which it sent the last request that etcd answered by renewing the lease.
 constexpr int64_t fence_deadline_ms(int64_t sent_ms, int64_t ttl_ms)
 {
-    return sent_ms + ttl_ms - fence_margin_ms(ttl_ms);
+    return sat_add(sent_ms, ttl_ms - fence_margin_ms(ttl_ms));
 }
 
 // How often the holder renews its lease: every fifth of the TTL, so that
@@ -57,6 +79,8 @@ constexpr int64_t request_timeout_ms(int64_t ttl_ms)
 // at most this long per endpoint: neither is needed for safety, and a
 // shutdown or a Patroni switchover waits for them.
 constexpr int64_t release_timeout_ms = 500;
+// ... and all of them together at most this long.
+constexpr int64_t release_budget_ms = 1000;
 
 // How far beyond a tick a generator needs, or beyond the floor a new holder
 // starts above, the window reaches.
@@ -77,11 +101,11 @@ constexpr int64_t window_span_ms = 2000;
 constexpr int64_t window_target(int64_t now_ms, int64_t fence_left_ms, int64_t ttl_ms, int64_t need_ms,
                                 int64_t floor_ms, int64_t recorded_ms)
 {
-    int64_t end = now_ms + (fence_left_ms > 0 ? fence_left_ms : 0) + fence_margin_ms(ttl_ms) / 2;
-    if (need_ms >= 0 && need_ms + window_span_ms > end)
-        end = need_ms + window_span_ms;
-    if (floor_ms + window_span_ms > end)
-        end = floor_ms + window_span_ms;
+    int64_t end = sat_add(sat_add(now_ms, fence_left_ms > 0 ? fence_left_ms : 0), fence_margin_ms(ttl_ms) / 2);
+    if (need_ms >= 0 && sat_add(need_ms, window_span_ms) > end)
+        end = sat_add(need_ms, window_span_ms);
+    if (sat_add(floor_ms, window_span_ms) > end)
+        end = sat_add(floor_ms, window_span_ms);
     return end > recorded_ms ? end : recorded_ms;
 }
 
@@ -90,8 +114,66 @@ constexpr int64_t window_target(int64_t now_ms, int64_t fence_left_ms, int64_t t
 // beyond its end.
 constexpr bool window_due(int64_t now_ms, int64_t fence_left_ms, int64_t recorded_ms, int64_t need_ms)
 {
-    return now_ms + fence_left_ms >= recorded_ms || need_ms >= recorded_ms;
+    return sat_add(now_ms, fence_left_ms) >= recorded_ms || need_ms >= recorded_ms;
 }
+
+// The mark of a node id, <prefix>/mark/<id>, as a holder records it:
+//   "<end_ms> <token> <ttl_ms> held|released"
+// end_ms: every ID of the holder starts before it (the window's end, or the
+// last tick issued after a clean release). token: 16 hex digits drawn at
+// random for each claim (and for each clean release), so that a node knows
+// its own mark by who wrote it, never by its value, which another holder can
+// write too. ttl_ms: the writer's lease TTL, the longest its fence can
+// outlast an early revocation of its lease. released: a clean stop wrote it
+// after the holder stopped issuing. A plain number (shardid 1.2, or written
+// by hand) reads as a mark with token 0, TTL 0 (unknown) and not released.
+struct Mark {
+    int64_t end_ms = 0;
+    uint64_t token = 0;
+    int64_t ttl_ms = 0;
+    bool released = false;
+};
+std::string mark_value(const Mark& mark);
+// False for anything mark_value() never writes (and a plain number out of
+// int64's range, or a TTL out of the range a node accepts).
+bool parse_mark(const std::string& text, Mark* out);
+
+// Whether a mark could have been written by a holder of the id, seen from a
+// node whose wall clock reads now_ms: a window reaches at most its writer's
+// fence (a TTL) and a span beyond the latest tick a generator needed, which
+// runs at most shardid.max_clock_lead ahead of that writer's clock; writers
+// whose clocks lead this node's by more than max_lead_ms are refused too
+// (this node's logical clock could not follow them anyway). False, with
+// how far ahead it lies, for a mark beyond that reach: written by hand, or
+// by a node whose clock runs far ahead.
+bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t ttl_ms, std::string* why);
+
+// How long a new holder of an id waits, after its claim succeeded and
+// before its first ID, for the previous holder to reach its fence: etcd
+// removed the previous holder's key, but a lease can be revoked before its
+// TTL (etcd 3.4: a leader that was paused revokes leases that a new leader
+// kept alive, etcd-io/etcd#12528, #15247), so the previous holder may still
+// be issuing until its own fence, at most its TTL - margin after its last
+// renewal, which reached etcd before the key was removed. Nothing to wait
+// for when there is no previous mark, when the mark is this node's own (no
+// other holder since), or when the previous holder released the id cleanly
+// (it had stopped before it wrote that). A mark of unknown TTL (a plain
+// number) is waited out with the TTL of this node.
+int64_t takeover_wait_ms(bool has_mark, const Mark& previous, bool own, int64_t own_ttl_ms);
+
+// A counter of <prefix>/counter/<name>, checked before a value is taken:
+// shardid writes a counter only by taking the next value (one more than
+// before) or by raising it to a node's floor, and records the highest floor
+// it ever raised it to in <prefix>/counter/<name>/raised, so a counter is
+// at most its number of writes (etcd's `version` of the key) plus that. A
+// higher value was written by hand: taking it would make it a node's
+// persisted floor, which the node raises the counter back to after any fix.
+// `max` is the highest value the counter's field holds. False, with the
+// reason, when `current` is beyond what shardid could have written (the
+// value is not used); otherwise *next is the value to take: above the
+// current value and above this node's floor, or max + 1 when none is left.
+bool counter_next(int64_t current, int64_t version, int64_t raised, int64_t floor, int64_t max, int64_t* next,
+                  std::string* why);
 
 // Renewals are late: the fence is nearer than a keepalive on time leaves it
 // (one every TTL/5), by more than a slow answer explains. The holder still
@@ -171,6 +253,8 @@ int choose_id(const std::string& prefix, const std::vector<std::pair<std::string
 std::string node_key(const std::string& prefix, int id);
 std::string mark_key(const std::string& prefix, int id);
 std::string counter_key(const std::string& prefix, const char* name);
+// The highest floor a node raised a counter to (see counter_next()).
+std::string counter_raised_key(const std::string& counter_key);
 // The fingerprint of the call-number key every node under the prefix uses
 // (call numbers made with two keys can be equal).
 std::string call_key_key(const std::string& prefix);
@@ -203,7 +287,8 @@ bool same_node(const std::string& value, const Holder& me);
 bool is_holder(const std::string& value);
 
 // Endpoints: "http://h:p[,https://h:p...]". False, with a reason, for an
-// empty list or an entry that is not http(s)://host:port with no path.
+// empty list or an entry that is not http(s)://host:port with no path, or
+// that has credentials in it (the reason then does not quote it).
 bool parse_endpoints(const std::string& text, std::vector<std::string>* out, std::string* why);
 
 // A prefix: starts with '/', no trailing '/', printable ASCII, at most 128.

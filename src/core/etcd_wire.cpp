@@ -88,7 +88,8 @@ bool decode_kvs(const json& j, std::vector<KeyValue>* out)
         int64_t lease = 0;
         if (!e.is_object() || !get_b64(e, "key", &kv.key) || !get_b64(e, "value", &kv.value) ||
             !get_int(e, "create_revision", 0, &kv.create_revision) ||
-            !get_int(e, "mod_revision", 0, &kv.mod_revision) || !get_int(e, "lease", 0, &lease))
+            !get_int(e, "mod_revision", 0, &kv.mod_revision) || !get_int(e, "version", 0, &kv.version) ||
+            !get_int(e, "lease", 0, &lease))
             return false;
         if (lease != 0)
             kv.lease = std::to_string(lease);

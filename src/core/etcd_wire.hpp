@@ -19,7 +19,8 @@ namespace shardid::etcd {
 struct KeyValue {
     std::string key, value;
     int64_t create_revision = 0, mod_revision = 0;
-    std::string lease;  // "" when the key has none
+    int64_t version = 0;  // writes since the key was created (1: created, not changed since)
+    std::string lease;    // "" when the key has none
 };
 
 // What a call gives back.

@@ -11,7 +11,11 @@
 //   - generator_floor, run_floor: the highest DecimalId generator id and
 //     call-number run id this node ever took, in any database (-1: none);
 //   - marks: for layouts whose tick is longer than the lease, a mark in
-//     (tick, sequence) terms, so a restart resumes within the tick.
+//     (tick, sequence) terms, so a restart resumes within the tick;
+//   - etcd_release: with node ids from etcd, the token of this data
+//     directory's last clean release of its claim, also recorded in the
+//     mark in etcd (src/core/coord.hpp): a restart whose state holds the
+//     token etcd holds resumes without raising its layouts (0: none).
 //
 // The text format, version 3 (versions 1 and 2 are read too):
 //
@@ -20,6 +24,7 @@
 //   retired <int64>
 //   generator <int64>
 //   run <int64>
+//   etcd_release <int64>
 //   layout <name> <epoch_ms> <unit_ms> <time_bits> <shard_bits> <sequence_bits> <sequence_first> <wraps> <word>
 //
 // Names are written with every byte outside '!'..'~', and '%', as %XX, so
@@ -38,6 +43,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/callnum.hpp"
+#include "core/decimal.hpp"
 #include "core/layout.hpp"
 #include "core/status.hpp"
 
@@ -55,6 +62,7 @@ struct NodeState {
     int64_t retired_ms = 0;
     int64_t generator_floor = -1;
     int64_t run_floor = -1;
+    int64_t release_token = 0;
     int n_marks = 0;
     LayoutMark marks[max_marks];
 
@@ -74,6 +82,7 @@ enum class NodeStateFieldKind {
     time_mark,      // every issued tick starts before it (src/core/lease.hpp)
     retired_floor,  // coarse layouts without a mark resume after it
     counter_floor,  // the highest value of a counter the node ever took: never taken again
+    release_token,  // this data directory's own, never replayed from WAL (a standby's is its own)
 };
 struct NodeStateField {
     const char* keyword;
@@ -85,24 +94,27 @@ struct NodeStateField {
     const char* unit;
     // Counter floors: what the counter hands out, in messages. Each is also
     // handed out cluster-wide by etcd (key <prefix>/counter/<keyword>) when
-    // node ids come from there.
+    // node ids come from there; `max` is the highest value its field holds.
     const char* counts = nullptr;
+    int64_t max = 0;
 };
 inline constexpr NodeStateField node_state_fields[] = {
     {"mark", &NodeState::mark_ms, 2, true, NodeStateFieldKind::time_mark, "high-water mark", " (Unix ms)"},
     {"retired", &NodeState::retired_ms, 3, false, NodeStateFieldKind::retired_floor, "retired marks end by", ""},
     {"generator", &NodeState::generator_floor, 2, false, NodeStateFieldKind::counter_floor, "generator id floor", "",
-     "DecimalId generator id"},
+     "DecimalId generator id", decimal_generator_max},
     {"run", &NodeState::run_floor, 2, false, NodeStateFieldKind::counter_floor, "run id floor", "",
-     "call-number run id"},
+     "call-number run id", call_run_max},
+    {"etcd_release", &NodeState::release_token, 3, false, NodeStateFieldKind::release_token, "etcd release token", ""},
 };
 constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);
 
-// Every counter floor says what it counts (messages, etcd's counters).
+// Every counter floor says what it counts (messages, etcd's counters) and
+// how far.
 constexpr bool counter_floors_named()
 {
     for (const NodeStateField& f : node_state_fields)
-        if (f.kind == NodeStateFieldKind::counter_floor && f.counts == nullptr)
+        if (f.kind == NodeStateFieldKind::counter_floor && (f.counts == nullptr || f.max <= 0))
             return false;
     return true;
 }

@@ -1,5 +1,9 @@
 #include "etcd/client.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
 #include <curl/curl.h>
 
 #include "core/text.hpp"
@@ -40,19 +44,42 @@ Client::Client(Config config) : config_(std::move(config))
         initialized = true;
     }
     curl_ = curl_easy_init();
+    multi_ = curl_multi_init();
 }
 
 Client::~Client()
 {
+    if (multi_ != nullptr)
+        curl_multi_cleanup(static_cast<CURLM*>(multi_));
     if (curl_ != nullptr)
         curl_easy_cleanup(static_cast<CURL*>(curl_));
 }
 
+namespace {
+int64_t steady_ms()
+{
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+}  // namespace
+
+void Client::set_budget_ms(int64_t ms) { budget_end_ = ms > 0 ? steady_ms() + ms : 0; }
+
+int64_t Client::left_ms() const { return budget_end_ == 0 ? INT64_MAX : budget_end_ - steady_ms(); }
+
+bool Client::must_end() const { return (abortable_ && config_.stop != nullptr && *config_.stop) || left_ms() <= 0; }
+
 bool Client::post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why)
 {
     CURL* c = static_cast<CURL*>(curl_);
-    if (c == nullptr) {
+    CURLM* m = static_cast<CURLM*>(multi_);
+    if (c == nullptr || m == nullptr) {
         *why = "libcurl could not be initialised";
+        return false;
+    }
+    const int64_t timeout = std::min(config_.timeout_ms, left_ms());
+    if (must_end()) {
+        *why = endpoint() + ": not sent (" + (left_ms() <= 0 ? "the time for the release is spent" : "stopping") + ")";
         return false;
     }
     curl_easy_reset(c);
@@ -70,8 +97,12 @@ bool Client::post_once(const char* path, const std::string& body, std::string* a
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(config_.timeout_ms));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(config_.timeout_ms));
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(timeout));
+    // Straight to etcd: never through a proxy named by the environment
+    // (http_proxy, ALL_PROXY, ...), which would see every request, and the
+    // password with it over http://.
+    curl_easy_setopt(c, CURLOPT_PROXY, "");
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
@@ -83,8 +114,37 @@ bool Client::post_once(const char* path, const std::string& body, std::string* a
     if (!config_.key.empty())
         curl_easy_setopt(c, CURLOPT_SSLKEY, config_.key.c_str());
     requests_++;
-    const CURLcode rc = curl_easy_perform(c);
+    // The multi interface, polled in steps of 50 ms, so that a stop
+    // abandons a request in flight (an endpoint that accepts and never
+    // answers would otherwise hold a shutdown for the whole timeout).
+    CURLcode rc = CURLE_OK;
+    curl_multi_add_handle(m, c);
+    for (;;) {
+        int running = 0;
+        if (curl_multi_perform(m, &running) != CURLM_OK) {
+            rc = CURLE_FAILED_INIT;
+            break;
+        }
+        if (running == 0) {
+            int left = 0;
+            rc = CURLE_RECV_ERROR;
+            while (CURLMsg* msg = curl_multi_info_read(m, &left))
+                if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
+                    rc = msg->data.result;
+            break;
+        }
+        if (must_end()) {
+            rc = CURLE_ABORTED_BY_CALLBACK;
+            break;
+        }
+        curl_multi_poll(m, nullptr, 0, 50, nullptr);
+    }
+    curl_multi_remove_handle(m, c);
     curl_slist_free_all(headers);
+    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+        *why = url + ": abandoned (" + (left_ms() <= 0 ? "the time for the release is spent" : "stopping") + ")";
+        return false;
+    }
     if (rc != CURLE_OK) {
         *why = url + ": " + curl_easy_strerror(rc);
         return false;

@@ -20,6 +20,10 @@ struct Config {
     std::string user, password;     // empty user: no authentication
     std::string cacert, cert, key;  // TLS files, empty for none
     int64_t timeout_ms = 2000;
+    // Set (by a signal handler) when the caller is asked to stop: a request
+    // in flight is abandoned within 50 ms, and later ones fail at once,
+    // until set_abortable(false) (the release at a clean stop).
+    const volatile int* stop = nullptr;
 };
 
 // Why the last call failed.
@@ -45,6 +49,11 @@ public:
 
     // The timeout of each later request (per endpoint tried).
     void set_timeout_ms(int64_t ms) { config_.timeout_ms = ms; }
+    // Whether `stop` abandons requests (see Config).
+    void set_abortable(bool on) { abortable_ = on; }
+    // A budget for every later request together, from now: each waits at
+    // most what is left of it, and none starts once it is spent (0: none).
+    void set_budget_ms(int64_t ms);
     int64_t timeout_ms() const { return config_.timeout_ms; }
     // The endpoint the last request went to.
     const std::string& endpoint() const { return config_.endpoints[current_]; }
@@ -61,9 +70,16 @@ private:
     template <typename F>
     bool call(std::string* why, F&& f);
 
+    // Whether a request must end now: asked to stop, or the budget spent.
+    bool must_end() const;
+    int64_t left_ms() const;  // of the budget (INT64_MAX: none)
+
     Config config_;
     size_t current_ = 0;
     void* curl_ = nullptr;
+    void* multi_ = nullptr;
+    bool abortable_ = true;
+    int64_t budget_end_ = 0;  // steady clock, ms (0: no budget)
     std::string token_;
     uint64_t requests_ = 0;
     Failure failure_ = Failure::none;

@@ -5,6 +5,9 @@
 #include "pg/coord_claim.hpp"
 
 extern "C" {
+#include "catalog/pg_authid_d.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/timestamp.h"
 }
 
@@ -40,13 +43,24 @@ void wake_worker()
 
 uint32 etcd_event = 0;  // the wait event of a backend waiting for the coordinator
 
-// The worker's last error, for a message (copied under the mutex).
+// What a message says of the worker's last error: the error itself for
+// those who may read shardid_coordination() (superusers and pg_monitor),
+// else only the coordinator's state and where to look, since the error may
+// name an endpoint, a file or a user. Copied under the mutex.
 void last_error(char* out, size_t size)
 {
+    const bool monitor = superuser() || has_privs_of_role(GetUserId(), ROLE_PG_MONITOR);
     CoordShared& c = coord_shared();
+    char state[sizeof c.state];
     SpinLockAcquire(&c.mutex);
     strlcpy(out, c.last_error[0] ? c.last_error : "none", size);
+    strlcpy(state, c.state, sizeof state);
     SpinLockRelease(&c.mutex);
+    if (!monitor)
+        snprintf(out, size,
+                 "shown to superusers and members of pg_monitor by shardid_coordination(), and in the server log "
+                 "(the coordinator is \"%s\")",
+                 state);
 }
 
 // Ends a wait for the worker with `message` once shardid.etcd_wait has
@@ -76,12 +90,13 @@ public:
     {
         CoordShared& c = coord_shared();
         if (c.misconfigured.load(std::memory_order_acquire)) {
-            char why[sizeof c.last_error];
-            last_error(why, sizeof why);
+            // Which setting and why stays with the operators (the server
+            // log, shardid_coordination()): it may name a file, a user or
+            // an endpoint, and every role that generates IDs sees this.
             *status = Status::fail(Error::not_configured, "the etcd settings of this node are not usable")
-                          .with_detail("%s.", why)
-                          .with_hint("Correct the setting in postgresql.conf and restart the server; no node id is "
-                                     "claimed until then.");
+                          .with_detail("No node id is claimed until they are corrected; the server log and "
+                                       "shardid_coordination() (superusers and pg_monitor) say which setting.")
+                          .with_hint("Correct the setting in postgresql.conf and restart the server.");
             return false;
         }
         ticket->generation = c.generation.load(std::memory_order_acquire);
@@ -154,25 +169,22 @@ public:
         CoordShared& c = coord_shared();
         const int k = int(which);
         const TimestampTz since = GetCurrentTimestamp();
-        while (key_fingerprint != 0) {
-            const int64 cluster = c.call_key_cluster.load(std::memory_order_acquire);
-            if (cluster == key_fingerprint)
-                break;
-            if (cluster != 0) {
-                ConditionVariableCancelSleep();
-                ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                                errmsg("the call-number key of this database is not the one of the other nodes"),
-                                errdetail("etcd records key fingerprint %lld for the nodes of shardid.etcd_prefix; "
-                                          "this database's key (shardid.call_number_key) has %lld. Call numbers "
-                                          "made with two keys can be equal.",
-                                          (long long)cluster, (long long)key_fingerprint),
-                                errhint("Create the key with the same secret in every database "
-                                        "(create_obfuscation_key(name, secret)) and set shardid.call_number_key "
-                                        "to it.")));
-            }
-            c.call_key_want.store(key_fingerprint);
-            wait_for_worker(since, "the call-number key could not be checked in etcd", "",
-                            "See SELECT * FROM shardid_coordination(); and check that etcd is reachable.");
+        // Only a key the cluster recorded (a superuser's choice) refuses
+        // others: without one, each key's call numbers are its own.
+        if (key_fingerprint != 0) {
+            const int64 cluster = cluster_call_key(0);
+            if (cluster != 0 && cluster != key_fingerprint)
+                ereport(ERROR,
+                        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                         errmsg("the call-number key of this session is not the cluster's"),
+                         errdetail("A superuser recorded the cluster's call-number key (fingerprint %lld) with "
+                                   "shardid_set_call_number_key(); shardid.call_number_key names a key with "
+                                   "fingerprint %lld. Call numbers made with two keys can be equal.",
+                                   (long long)cluster, (long long)key_fingerprint),
+                         errhint("Create the cluster's key in this database with the secret it was made with "
+                                 "(create_obfuscation_key(name, secret)) and set shardid.call_number_key to it; or, "
+                                 "as a superuser, SELECT shardid_set_call_number_key(NULL); to let every key issue "
+                                 "call numbers of its own.")));
         }
         const char* message = psprintf("no %s could be taken from etcd", node_counter_name(which));
         for (;;) {
@@ -192,6 +204,21 @@ public:
 const EtcdSource source;
 
 }  // namespace
+
+int64 cluster_call_key(int64 set)
+{
+    attach_if_needed();
+    CoordShared& c = coord_shared();
+    const TimestampTz since = GetCurrentTimestamp();
+    if (set != 0)
+        c.call_key_set.store(set);
+    const uint64 mine = c.call_key_asked.fetch_add(1) + 1;
+    while (c.call_key_served.load(std::memory_order_acquire) < mine)
+        wait_for_worker(since, "the cluster's call-number key could not be read from etcd", "",
+                        "See SELECT * FROM shardid_coordination(); and check that etcd is reachable.");
+    ConditionVariableCancelSleep();
+    return c.call_key_cluster.load(std::memory_order_acquire);
+}
 
 const NodeIdSource& etcd_source() { return source; }
 

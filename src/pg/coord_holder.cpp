@@ -1,6 +1,6 @@
 // The holder's steps against etcd (src/pg/coord_holder.hpp): keep the lease, claim the id, read the previous
-// holder's mark, record the window, take counter values for backends, and give the claim back. The rules:
-// src/core/coord.hpp.
+// holder's mark, wait out its fence, record the window, and give the claim back (the counters:
+// src/pg/coord_counters.cpp). The rules: src/core/coord.hpp.
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -14,6 +14,7 @@
 
 extern "C" {
 #include "access/xlog.h"
+#include "port.h"
 #include "postmaster/postmaster.h"
 }
 
@@ -43,6 +44,16 @@ coord::Holder this_node()
     return me;
 }
 
+// A token for a claim or a release: random, never 0.
+uint64_t new_token()
+{
+    uint64_t t = 0;
+    while (t == 0)
+        if (!pg_strong_random(&t, sizeof t))
+            t = uint64_t(fence_clock_ms()) * 0x9e3779b97f4a7c15ull ^ uint64_t(getpid());
+    return t & uint64_t(INT64_MAX);  // kept in the node state as a non-negative int64
+}
+
 }  // namespace
 
 void Holder::lose_claim(const std::string& why)
@@ -56,6 +67,7 @@ void Holder::lose_claim(const std::string& why)
     }
     held_ = claimed_ = -1;
     counters_raised_ = false;
+    taking_over_ = false;
 }
 
 // Grants or renews the lease; false when there is no live one.
@@ -70,8 +82,16 @@ bool Holder::keep_lease()
             return false;
         }
         answered();
+        // Fenced at the TTL asked for at most: a grant of more (a broken or
+        // hostile gateway) must not keep this node issuing after etcd may
+        // have expired the lease.
+        const int64_t ttl_s = coord::fenced_ttl_s(etcd_lease_ttl_s, g.ttl_s);
+        if (g.ttl_s > etcd_lease_ttl_s)
+            ereport(LOG, (errmsg("shardid coordinator: etcd granted lease %s a TTL of %lld s for %d s asked; the "
+                                 "node fences with %d s",
+                                 g.id.c_str(), (long long)g.ttl_s, etcd_lease_ttl_s, etcd_lease_ttl_s)));
         lease_ = g.id;
-        lease_ttl_ms_ = g.ttl_s * 1000;
+        lease_ttl_ms_ = ttl_s * 1000;
         fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
         last_sent_ms_ = sent;
         publish_lease();
@@ -120,14 +140,26 @@ bool Holder::take_id(int id)
         return false;
     }
     answered();
-    if (t.succeeded || (t.kvs.size() == 1 && t.kvs[0].lease == lease_))
+    if (t.succeeded || (t.kvs.size() == 1 && t.kvs[0].lease == lease_)) {
+        claimed_at_ms_ = fence_clock_ms();
+        publish_after_ms_ = 0;
+        claim_raised_ = false;
+        claim_token_ = new_token();
         return true;
-    waiting_ = t.kvs.size() == 1 && coord::same_node(t.kvs[0].value, me);
+    }
+    // Only a key under a lease can be this node's own from before a restart:
+    // shardid writes none without one, and one without would never expire.
+    const bool leased = t.kvs.size() == 1 && !t.kvs[0].lease.empty();
+    waiting_ = leased && coord::same_node(t.kvs[0].value, me);
     refused_ = !waiting_;
     if (t.kvs.size() == 1 && !coord::is_holder(t.kvs[0].value))
         error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(t.kvs[0].value, 40) +
                                           "\", which shardid never writes: node id " + std::to_string(id) +
                                           " is not used until it is fixed");
+    else if (t.kvs.size() == 1 && !leased)
+        error(Condition::corrupt_key, "the key \"" + key +
+                                          "\" has no lease, and shardid writes node keys only under one: node id " +
+                                          std::to_string(id) + " is not used until the key is removed");
     else if (waiting_)
         error(Condition::refused, "node id " + std::to_string(id) +
                                       " is still held by this node's previous lease (after a crash or a fast "
@@ -173,16 +205,35 @@ void Holder::claim()
     // Every slot continues above the previous holder's mark, before any ID
     // is issued under the claim. Not when the mark is this node's own: its
     // slots are above it already, and a layout with long ticks (a minute)
-    // would otherwise wait for its next tick after a lease lost and won back.
-    if (!own_mark_)
+    // would otherwise wait for its next tick after a lease lost and won back,
+    // or after every restart.
+    if (!own_mark_) {
         raise_claim_floor(floor_ms_);
+        claim_raised_ = true;
+    }
     recorded_ms_ = floor_ms_;
     const int64_t end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1,
                                              floor_ms_, recorded_ms_);
-    if (!record_window(claimed_, end))
+    // The window carries this claim's token: from here on the mark names
+    // this claim (a second copy of this data directory no longer finds the
+    // release token it holds).
+    if (!record_window(claimed_, end, claim_token_))
         return;
     ended(Condition::refused);
     recorded_ms_ = end;
+    seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
+    // The previous holder did not release the id cleanly: it may still be
+    // issuing until its fence, however early etcd removed its key. No ID
+    // before then (coord::takeover_wait_ms()).
+    if (fence_clock_ms() < publish_after_ms_) {
+        if (!taking_over_)
+            ereport(LOG, (errmsg("shardid coordinator: node id %d was not released cleanly by its previous holder: "
+                                 "waiting %.1f s for its fence before the first ID",
+                                 claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
+        taking_over_ = true;
+        return;
+    }
+    taking_over_ = false;
     seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
     CoordShared& c = coord_shared();
     c.floor_ms.store(floor_ms_);
@@ -199,11 +250,13 @@ void Holder::claim()
     publish_state();
     ConditionVariableBroadcast(&c.changed);
     ereport(LOG, (errmsg("shardid coordinator: issuing IDs with node id %d above %lld%s", held_, (long long)floor_ms_,
-                         own_mark_ ? " (its own mark: no other node held it since)" : "")));
+                         claim_raised_ ? "" : " (its own mark: no other node held it since)")));
 }
 
 // The mark of the id claimed: IDs start above it. False (and the id is not
-// used) when it cannot be read or is not a number.
+// used) when it cannot be read, or holds what no holder could have written
+// (then refused, naming the key; read again every round, so the claim
+// completes by itself once the key is fixed).
 bool Holder::read_mark()
 {
     std::string why;
@@ -214,50 +267,54 @@ bool Holder::read_mark()
         return false;
     }
     answered();
-    int64_t mark = 0;
-    if (!kvs.empty() && !coord::parse_count(kvs[0].value, &mark)) {
+    coord::Mark mark;
+    const bool has = !kvs.empty();
+    std::string implausible;
+    if (has && (!coord::parse_mark(kvs[0].value, &mark) ||
+                !coord::mark_plausible(mark.end_ms, wall_clock().now_ms(), max_clock_lead_ms,
+                                       std::max(lease_ttl_ms_, mark.ttl_ms), &implausible))) {
         refused_ = true;
-        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) +
-                                          "\", which is not a time in milliseconds: node id " +
-                                          std::to_string(claimed_) + " is not used until it is fixed");
+        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 60) + "\", which " +
+                                          (implausible.empty() ? std::string("is not a mark shardid writes")
+                                                               : "no holder could have written: " + implausible) +
+                                          ": node id " + std::to_string(claimed_) + " is not used until it is fixed");
         return false;
     }
     // A mark lowered by hand, or lost with etcd's data, never lowers what
-    // this node has seen.
-    floor_ms_ = std::max(mark, seen_marks_[claimed_]);
-    // The mark is a window this node wrote (confirmed, or its answer lost):
-    // no other node issued under the id since (a holder records a window
-    // above the mark before its first ID, and a clean stop lowers it to no
-    // less than its last tick, above the mark); its slots hold its IDs.
-    const std::vector<int64_t>& own = own_marks_[claimed_];
-    own_mark_ = !kvs.empty() && std::find(own.begin(), own.end(), mark) != own.end();
-    // The negative control of test/nemesis only: the marks are not used, as
-    // if etcd had none, so that the run's checker must find IDs below a
-    // previous holder's. Set in the server's environment, never a setting.
-    static const bool ignore_marks = getenv("SHARDID_TESTING_IGNORE_ETCD_MARK") != nullptr;
-    if (ignore_marks) {
-        ereport(WARNING, (errmsg("shardid coordinator: SHARDID_TESTING_IGNORE_ETCD_MARK is set: the mark of node id %d "
-                                 "is ignored, and IDs may sort below the previous holder's",
-                                 claimed_)));
-        floor_ms_ = 0;
-    }
+    // this node has seen (every mark seen was checked as above).
+    floor_ms_ = std::max(mark.end_ms, seen_marks_[claimed_]);
+    // Whose mark it is, by its token, never by its value (another holder can
+    // write the same value; a window whose answer was lost proves nothing):
+    //  - a token of this life's claims that etcd confirmed: every holder
+    //    writes a window with its own token before its first ID, so nobody
+    //    issued under the id since, and the slots hold this node's IDs;
+    //  - the release token this data directory's state recorded at its last
+    //    clean stop, in a released mark: that state covered every ID of the
+    //    claim, nobody claimed since (a claim writes its own token first),
+    //    and the state only grows. A clone or an older backup holds an older
+    //    token; of two copies of one stopped directory, the first to claim
+    //    writes its claim's token, so the second finds a token not its own.
+    own_mark_ = false;
+    if (has && mark.token != 0)
+        own_mark_ =
+            std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), mark.token) != confirmed_tokens_.end() ||
+            (mark.released && mark.token == restart_token_);
+    const int64_t wait = coord::takeover_wait_ms(has, mark, own_mark_, lease_ttl_ms_);
+    if (wait > 0)
+        publish_after_ms_ = std::max(publish_after_ms_, claimed_at_ms_ + wait);
     return true;
 }
 
 // Records `end` as the window's end of `id` in etcd, only while this
 // node's lease holds the id; false (and the claim given up, when the lease
 // no longer holds it) otherwise.
-bool Holder::record_window(int id, int64_t end)
+bool Holder::record_window(int id, int64_t end, uint64_t token, bool released)
 {
     const std::string node = coord::node_key(prefix_, id), mark = coord::mark_key(prefix_, id);
     std::string why;
     etcd::Txn t;
-    std::vector<int64_t>& own = own_marks_[id];
-    if (own.size() >= 16)
-        own.erase(own.begin() + 1);  // the confirmed one stays first
-    own.push_back(end);
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}},
-                                      {{true, mark, std::to_string(end), ""}}, {}),
+    const std::string value = coord::mark_value({end, token, lease_ttl_ms_, released});
+    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}}, {{true, mark, value, ""}}, {}),
                      &t, &why)) {
         failed("could not record the window of node id " + std::to_string(id), why);
         return false;
@@ -267,7 +324,11 @@ bool Holder::record_window(int id, int64_t end)
         lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
         return false;
     }
-    own.assign(1, end);
+    if (!released && std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) == confirmed_tokens_.end()) {
+        if (confirmed_tokens_.size() >= 64)
+            confirmed_tokens_.erase(confirmed_tokens_.begin());
+        confirmed_tokens_.push_back(token);
+    }
     return true;
 }
 
@@ -280,7 +341,7 @@ void Holder::renew_window()
     if (!coord::window_due(now, fence_left, recorded_ms_, need))
         return;
     const int64_t end = coord::window_target(now, fence_left, lease_ttl_ms_, need, floor_ms_, recorded_ms_);
-    if (!record_window(held_, end))
+    if (!record_window(held_, end, claim_token_))
         return;
     recorded_ms_ = end;
     seen_marks_[held_] = std::max(seen_marks_[held_], end);
@@ -291,166 +352,6 @@ void Holder::renew_window()
     ConditionVariableBroadcast(&c.changed);
 }
 
-// A counter's key: its value and revision (0: absent); false when it
-// cannot be read, or holds what shardid never writes (then reported).
-static bool read_counter(etcd::Client& client, const std::string& key, int64_t* value, int64_t* revision,
-                         std::string* why, bool* corrupt)
-{
-    std::vector<etcd::KeyValue> kvs;
-    *corrupt = false;
-    if (!client.range(key, "", &kvs, why))
-        return false;
-    *value = *revision = 0;
-    if (kvs.empty())
-        return true;
-    *revision = kvs[0].mod_revision;
-    if (coord::parse_count(kvs[0].value, value))
-        return true;
-    *corrupt = true;
-    *why = "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) + "\", which is not a count";
-    return false;
-}
-
-// The call-number key of the prefix, for a backend that asked (see the etcd
-// source's take_counter()): the fingerprint etcd holds, or the one asked for
-// when etcd holds none yet. Read once: it never changes unless edited by
-// hand (then restart the nodes).
-void Holder::serve_call_key()
-{
-    CoordShared& c = coord_shared();
-    const int64_t want = c.call_key_want.load();
-    if (want == 0 || c.call_key_cluster.load() != 0)
-        return;
-    const std::string key = coord::call_key_key(prefix_);
-    std::string why;
-    int64_t value = 0, revision = 0;
-    bool corrupt = false;
-    if (!read_counter(client_, key, &value, &revision, &why, &corrupt)) {
-        if (corrupt)
-            error(Condition::corrupt_key, why + ": no call-number run is taken until it is fixed");
-        else
-            failed("could not read \"" + key + "\"", why);
-        return;
-    }
-    answered();
-    if (revision == 0) {
-        etcd::Txn t;
-        if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
-                                          {{true, key, std::to_string(want), ""}}, {}),
-                         &t, &why)) {
-            failed("could not record the call-number key in \"" + key + "\"", why);
-            return;
-        }
-        answered();
-        if (!t.succeeded)
-            return;  // another node recorded one meanwhile: read it next round
-        value = want;
-    }
-    c.call_key_cluster.store(value);
-    c.call_key_want.store(0);
-    ConditionVariableBroadcast(&c.changed);
-}
-
-// The value and revision (0: absent) of the key of counter field k, in
-// *key; false when it cannot be read, reported, and a value shardid never
-// writes reported as a key edited by hand, with `until` said of it.
-bool Holder::counter_key_value(int k, const std::string& until, std::string* key, int64_t* current, int64_t* revision,
-                               bool* corrupt)
-{
-    std::string why;
-    *key = coord::counter_key(prefix_, node_state_fields[k].keyword);
-    if (read_counter(client_, *key, current, revision, &why, corrupt)) {
-        answered();
-        return true;
-    }
-    if (*corrupt)
-        error(Condition::corrupt_key, why + ": " + until);
-    else
-        failed("could not read \"" + *key + "\"", why);
-    return false;
-}
-
-void Holder::serve_counters()
-{
-    serve_call_key();
-    CoordShared& c = coord_shared();
-    for (int k = 0; k < node_state_field_count; k++) {
-        if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)
-            continue;
-        const NodeCounter which = NodeCounter(k);
-        if (c.counter_want[k].load() == 0 || c.counter_ready[k].load() >= 0)
-            continue;
-        std::string key, why;
-        int64_t current = 0, revision = 0;
-        bool corrupt = false;
-        if (!counter_key_value(k, std::string("no ") + node_counter_name(which) + " is taken until it is fixed", &key,
-                               &current, &revision, &corrupt)) {
-            corrupt_ |= corrupt;
-            continue;
-        }
-        corrupt_ = false;
-        ended(Condition::corrupt_key);
-        const int64_t next = std::max(current, counter_floor(which)) + 1;
-        etcd::Txn t;
-        if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::mod, key, revision, ""}},
-                                          {{true, key, std::to_string(next), ""}}, {}),
-                         &t, &why)) {
-            failed("could not take a value from \"" + key + "\"", why);
-            continue;
-        }
-        if (!t.succeeded)
-            continue;  // another node took one meanwhile: again, next round
-        c.counter_ready[k].store(next);
-        c.counter_want[k].store(0);
-        ConditionVariableBroadcast(&c.changed);
-    }
-}
-
-// Raises every counter in etcd to at least this node's own floor, once per
-// claim: an etcd that lost its data (or a prefix deleted by hand) must not
-// hand another node a value this node holds or has used.
-bool Holder::raise_counters()
-{
-    bool all = true, corrupt_any = false;
-    for (int k = 0; k < node_state_field_count; k++) {
-        if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)
-            continue;
-        const int64_t floor = counter_floor(NodeCounter(k));
-        if (floor < 0)
-            continue;
-        std::string key, why;
-        int64_t current = 0, revision = 0;
-        bool corrupt = false;
-        if (!counter_key_value(k, "it is not raised to this node's floor until it is fixed", &key, &current, &revision,
-                               &corrupt)) {
-            corrupt_any |= corrupt;
-            all = false;
-            continue;
-        }
-        if (current >= floor)
-            continue;
-        const etcd::Compare::Target target = revision == 0 ? etcd::Compare::Target::create : etcd::Compare::Target::mod;
-        etcd::Txn t;
-        if (!client_.txn(etcd::encode_txn({{target, key, revision, ""}}, {{true, key, std::to_string(floor), ""}}, {}),
-                         &t, &why)) {
-            failed("could not raise \"" + key + "\"", why);
-            all = false;
-            continue;
-        }
-        answered();
-        if (!t.succeeded) {
-            all = false;  // changed meanwhile: read again next round
-            continue;
-        }
-        ereport(LOG, (errmsg("shardid coordinator: raised \"%s\" from %lld to this node's floor %lld", key.c_str(),
-                             (long long)current, (long long)floor)));
-    }
-    corrupt_ = corrupt_any;
-    if (!corrupt_any)
-        ended(Condition::corrupt_key);
-    return all;
-}
-
 void Holder::release()
 {
     CoordShared& c = coord_shared();
@@ -459,21 +360,30 @@ void Holder::release()
     c.generation.fetch_add(1, std::memory_order_seq_cst);
     if (lease_.empty())
         return;
-    // Courtesies, not needed for safety: a shutdown waits 0.5 s per request.
+    // Courtesies, not needed for safety: a shutdown waits for them at most
+    // coord::release_budget_ms, whatever the endpoints do.
+    client_.set_abortable(false);
+    client_.set_budget_ms(coord::release_budget_ms);
     client_.set_timeout_ms(std::min(coord::release_timeout_ms, client_.timeout_ms()));
     std::string why;
     if (was_held) {
         // A clean stop lowers the mark to what was issued (never below the
         // mark this claim started above), so the next holder does not lead
-        // its clock by the window. Every ID returned under the claim is in
-        // the slots now: a generation that steps a slot after this read sees
-        // the new generation and returns nothing (the fences pair with the
-        // one in the etcd source's confirm()).
+        // its clock by the window, and marks it released with a new token,
+        // which the node state records at the postmaster's clean exit
+        // (src/pg/persist.cpp): a restart that finds it in etcd resumes
+        // without raising its layouts (read_mark()). Every ID returned under
+        // the claim is in the slots now: a generation that steps a slot
+        // after this read sees the new generation and returns nothing (the
+        // fences pair with the one in the etcd source's confirm()).
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        const int64_t issued = std::max(floor_ms_, highest_issued_tick_ms());
-        if (issued < recorded_ms_ && record_window(claimed_, issued))
-            ereport(LOG, (errmsg("shardid coordinator: lowered the mark of node id %d to %lld, the last tick issued",
+        const int64_t issued = std::min(std::max(floor_ms_, highest_issued_tick_ms()), recorded_ms_);
+        const uint64_t token = new_token();
+        if (record_window(claimed_, issued, token, true)) {
+            shared->release_token.store(int64_t(token));
+            ereport(LOG, (errmsg("shardid coordinator: released the mark of node id %d at %lld, the last tick issued",
                                  claimed_, (long long)issued)));
+        }
     }
     // Revoking deletes the node key at once: the id is free for another
     // node, which starts above the mark this one recorded.

@@ -1,7 +1,8 @@
 // The holder of this node's claim in etcd: the coordinator worker's state
 // and its steps (src/pg/coord_holder.cpp: the lease, the claim, the mark,
-// the window, the counters; src/pg/coord_worker.cpp: the loop, the state
-// it shows and the lines it logs). Only the worker process uses it.
+// the window, the release; src/pg/coord_counters.cpp: the counters and the
+// call-number key; src/pg/coord_worker.cpp: the loop, the state it shows
+// and the lines it logs). Only the worker process uses it.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@ namespace shardid::pg {
 // (coord::Episode).
 enum class Condition { unreachable, unauthorized, refused, corrupt_key, count };
 
+struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord_holder.cpp)
+
 class Holder {
 public:
     explicit Holder(etcd::Config config) : client_(std::move(config)) {}
@@ -35,11 +38,10 @@ private:
     bool take_id(int id);
     bool read_mark();
     void renew_window();
-    bool record_window(int id, int64_t end);
+    bool record_window(int id, int64_t end, uint64_t token, bool released = false);
     void serve_counters();
     void serve_call_key();
-    bool counter_key_value(int k, const std::string& until, std::string* key, int64_t* current, int64_t* revision,
-                           bool* corrupt);
+    bool counter_key_value(int k, const std::string& until, std::string* key, CounterKey* out, bool* corrupt);
     bool raise_counters();
     void lose_claim(const std::string& why);
     void release();
@@ -69,11 +71,18 @@ private:
     int held_ = -1;                 // published: IDs are issued under it
     int64_t floor_ms_ = 0;
     int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
-    std::map<int, int64_t> seen_marks_;  // the highest mark seen per id
-    // Per id, the window ends this node wrote: the last one etcd confirmed,
-    // and those sent since whose answer was lost (etcd may have applied them).
-    std::map<int, std::vector<int64_t>> own_marks_;
-    bool own_mark_ = false;  // the mark read at this claim is one of own_marks_: nobody held the id since
+    std::map<int, int64_t> seen_marks_;  // the highest mark seen per id (each checked when read)
+    // Tokens (coord::Mark): the current claim's, those of this life's claims
+    // whose windows etcd confirmed (the newest 64), and the release token
+    // the node state held at start (its last clean release, 0: none).
+    uint64_t claim_token_ = 0;
+    std::vector<uint64_t> confirmed_tokens_;
+    uint64_t restart_token_ = 0;
+    bool own_mark_ = false;         // the mark read at this claim is this node's: nobody held the id since
+    int64_t claimed_at_ms_ = 0;     // fence clock: when etcd answered the claim of the node key
+    int64_t publish_after_ms_ = 0;  // fence clock: no ID before (the previous holder's fence, coord::takeover_wait_ms)
+    bool taking_over_ = false;      // waiting for it
+    bool claim_raised_ = false;     // this claim raised the slots above a mark not its own
     coord::Episode episodes_[int(Condition::count)];
 };
 

@@ -37,15 +37,21 @@ struct CoordShared {
     // a backend (-1: none), and whether a backend wants one.
     std::atomic<int64_t> counter_ready[node_state_field_count];
     std::atomic<int> counter_want[node_state_field_count];
-    // The call-number key: the fingerprint a backend's key has (0: none
-    // asked), and the one etcd holds for the prefix (0: not known yet; the
-    // first asked is recorded when etcd has none).
-    std::atomic<int64_t> call_key_want;
+    // The cluster's call-number key (<prefix>/call_number_key, recorded only
+    // by a superuser's shardid_set_call_number_key()): backends ask by
+    // taking a number from call_key_asked; the worker reads etcd, stores the
+    // fingerprint in call_key_cluster (0: none recorded) and then the number
+    // it served in call_key_served. call_key_set: a fingerprint to record
+    // first (-1: clear it; 0: nothing to record).
+    std::atomic<uint64_t> call_key_asked;
+    std::atomic<uint64_t> call_key_served;
     std::atomic<int64_t> call_key_cluster;
+    std::atomic<int64_t> call_key_set;
     std::atomic<Latch*> worker_latch;
-    std::atomic<bool> misconfigured;  // a setting is not usable: generators fail at once (last_error says which)
-    ConditionVariable changed;        // broadcast on a new claim and a counter value
-    slock_t mutex;                    // guards the fields below
+    std::atomic<bool> misconfigured;      // a setting is not usable: generators fail at once (last_error says which)
+    std::atomic<bool> password_in_clear;  // a password goes to an http:// endpoint
+    ConditionVariable changed;            // broadcast on a new claim and a counter value
+    slock_t mutex;                        // guards the fields below
     char state[32];
     char endpoint[256];
     char last_error[512];

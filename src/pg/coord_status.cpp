@@ -20,7 +20,7 @@ namespace {
 
 using namespace shardid::pg;
 
-constexpr int columns = 14;
+constexpr int columns = 15;
 
 // The columns of a node whose id comes from shardid.node_id.
 Datum from_setting(FunctionCallInfo fcinfo)
@@ -86,5 +86,6 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     last_ok > 0 ? row.add(ts(last_ok)) : row.add_null();  // last_answer_at
     row.add(Int64GetDatum(int64(requests)));              // requests
     row.add(Int64GetDatum(int64(errors)));                // errors
+    row.add(BoolGetDatum(c.password_in_clear.load()));    // password_in_clear
     return return_row(fcinfo, row);
 }

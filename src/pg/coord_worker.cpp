@@ -132,6 +132,8 @@ void Holder::publish_state()
     const char* state;
     if (RecoveryInProgress())
         state = "standby";  // standbys never claim; they claim once promoted
+    else if (taking_over_)
+        state = "taking over";
     else if (held_ >= 0)
         state = coord::renewal_late(fence_ms_ - fence_clock_ms(), lease_ttl_ms_) ? "expiring"
                 : corrupt_                                                       ? "refused"
@@ -156,6 +158,7 @@ void Holder::run()
 {
     prefix_ = etcd_prefix;
     want_id_ = node_id;
+    restart_token_ = uint64_t(shared->release_token.load());
     while (!stop_requested) {
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
@@ -239,6 +242,19 @@ void worker_main()
                 return;
         }
         c.misconfigured.store(false, std::memory_order_release);
+        // A password over http:// can be read on the way: said at start.
+        if (!config.user.empty())
+            for (const std::string& e : config.endpoints)
+                if (e.compare(0, 7, "http://") == 0) {
+                    c.password_in_clear.store(true);
+                    ereport(WARNING, (errmsg("shardid coordinator: the etcd password is sent over http:// to %s, "
+                                             "readable on the way",
+                                             e.c_str()),
+                                      errhint("Use https:// endpoints (shardid.etcd_cacert names the CA).")));
+                    break;
+                }
+        // A request in flight is abandoned when the stop comes.
+        config.stop = &stop_requested;
         Holder holder(std::move(config));
         holder.run();
     } catch (const std::exception& e) {

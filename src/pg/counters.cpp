@@ -24,6 +24,7 @@ extern "C" {
 
 #include "core/callnum.hpp"
 #include "core/decimal.hpp"
+#include "pg/coord_claim.hpp"
 #include "pg/guard.hpp"
 #include "pg/row.hpp"
 #include "pg/keys.hpp"
@@ -41,6 +42,7 @@ PG_FUNCTION_INFO_V1(shardid_decimal_id_decode);
 PG_FUNCTION_INFO_V1(shardid_decimal_id_new_generator);
 PG_FUNCTION_INFO_V1(shardid_next_call_number);
 PG_FUNCTION_INFO_V1(shardid_call_number_decode);
+PG_FUNCTION_INFO_V1(shardid_set_call_number_key);
 PG_FUNCTION_INFO_V1(shardid_call_number_compose);
 }
 
@@ -136,10 +138,24 @@ int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint =
 
 DecimalState* decimal = nullptr;
 
+// A key's fingerprint: 63 bits of the SHA-256 of its secret, never 0,
+// which etcd holds for the cluster's call-number key.
+int64 key_fingerprint(const uint8_t secret[16])
+{
+    uint8_t digest[PG_SHA256_DIGEST_LENGTH];
+    pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
+    if (ctx == nullptr || pg_cryptohash_init(ctx) < 0 || pg_cryptohash_update(ctx, secret, 16) < 0 ||
+        pg_cryptohash_final(ctx, digest, sizeof digest) < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not hash the call-number key")));
+    pg_cryptohash_free(ctx);
+    uint64_t fp = 0;
+    for (int i = 0; i < 8; i++)
+        fp = (fp << 8) | digest[i];
+    return int64(fp >> 1) | 1;
+}
+
 // The bit shuffle of the key-ring key named by shardid.call_number_key,
-// rebuilt only when that secret changes, and its fingerprint (*fingerprint:
-// 63 bits of the SHA-256 of the secret, never 0), which etcd compares
-// across nodes.
+// rebuilt only when that secret changes, and its fingerprint.
 const BitShuffle& call_shuffle(FunctionCallInfo fcinfo, int64* fingerprint)
 {
     static BitShuffle shuffle;
@@ -152,16 +168,7 @@ const BitShuffle& call_shuffle(FunctionCallInfo fcinfo, int64* fingerprint)
     if (!built || memcmp(secret, shuffle_secret, 16) != 0) {
         shuffle = BitShuffle::from_key(reinterpret_cast<const char*>(secret), 16);
         memcpy(shuffle_secret, secret, 16);
-        uint8_t digest[PG_SHA256_DIGEST_LENGTH];
-        pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
-        if (ctx == nullptr || pg_cryptohash_init(ctx) < 0 || pg_cryptohash_update(ctx, secret, 16) < 0 ||
-            pg_cryptohash_final(ctx, digest, sizeof digest) < 0)
-            ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not hash the call-number key")));
-        pg_cryptohash_free(ctx);
-        uint64_t fp = 0;
-        for (int i = 0; i < 8; i++)
-            fp = (fp << 8) | digest[i];
-        shuffle_fingerprint = int64(fp >> 1) | 1;
+        shuffle_fingerprint = key_fingerprint(secret);
         built = true;
     }
     *fingerprint = shuffle_fingerprint;
@@ -296,4 +303,39 @@ extern "C" Datum shardid_call_number_decode(PG_FUNCTION_ARGS)
     row.add(Int32GetDatum(int32(parts.run_id)));
     row.add(Int32GetDatum(int32(parts.sequence)));
     return return_row(fcinfo, row);
+}
+
+// shardid_set_call_number_key(key_name): a superuser records the key of
+// this database named key_name as the cluster's call-number key in etcd
+// (NULL clears it); every node and database whose key differs is refused
+// from then on (see the etcd source's take_counter()). Returns the
+// fingerprint recorded, or NULL.
+extern "C" Datum shardid_set_call_number_key(PG_FUNCTION_ARGS)
+{
+    if (!superuser())
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied to set the cluster's call-number key"),
+                        errdetail("Only superusers may choose the key every node's call numbers must use.")));
+    if (!coord_enabled())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the cluster's call-number key is kept in etcd"),
+                        errdetail("shardid.node_id_source is not etcd on this node."),
+                        errhint("With node ids from settings, give every node's database the same key "
+                                "(create_obfuscation_key(name, secret)) and set shardid.call_number_key to it.")));
+    int64 fingerprint = -1;
+    if (!PG_ARGISNULL(0)) {
+        text* name = PG_GETARG_TEXT_PP(0);
+        uint8_t secret[16];
+        key_secret(fcinfo, VARDATA_ANY(name), int(VARSIZE_ANY_EXHDR(name)), secret);
+        fingerprint = key_fingerprint(secret);
+    }
+    const int64 now = cluster_call_key(fingerprint);
+    if (now != (fingerprint > 0 ? fingerprint : 0))
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("another call-number key was recorded meanwhile"),
+                 errdetail("etcd holds fingerprint %lld.", (long long)now), errhint("Call the function again.")));
+    if (fingerprint < 0)
+        PG_RETURN_NULL();
+    PG_RETURN_INT64(fingerprint);
 }

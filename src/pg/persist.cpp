@@ -153,6 +153,7 @@ NodeState persisted_state()
         st.marks[st.n_marks++] = mark_of(slot, word);
     }
     st.retired_ms = shared->retired_ms.load();
+    st.release_token = shared->release_token.load();
     return st;
 }
 
@@ -347,17 +348,22 @@ void settle_mark_at_exit(int code, Datum)
     const int64 issued = highest_issued_tick_ms();
     const int64 mark =
         std::max({shared->restart_floor_ms.load(), shared->claim_floor_ms.load(), issued > 0 ? issued + 1 : 0});
-    if (mark >= shared->lease_until_ms.load())
+    // The coordinator's clean release (src/pg/coord_holder.cpp) left a new
+    // token to record: the state written now covers every ID of the claim.
+    const bool token = shared->release_token.load() != shared->release_token_at_start;
+    if (mark >= shared->lease_until_ms.load() && !token)
         return;
     const int64 was = shared->lease_until_ms.load();
     PG_TRY();
     {
-        shared->lease_until_ms.store(mark);
+        if (mark < was)
+            shared->lease_until_ms.store(mark);
         state_file_write(persisted_state());
-        ereport(LOG, (errmsg("shardid lowered the node's time mark by %lld ms to the last issued tick at shutdown",
-                             (long long)(was - mark)),
-                      errdetail("A restart resumes at the wall clock instead of %lld ms ahead of it.",
-                                (long long)(was - mark))));
+        if (mark < was)
+            ereport(LOG, (errmsg("shardid lowered the node's time mark by %lld ms to the last issued tick at shutdown",
+                                 (long long)(was - mark)),
+                          errdetail("A restart resumes at the wall clock instead of %lld ms ahead of it.",
+                                    (long long)(was - mark))));
     }
     PG_CATCH();
     {

@@ -7,6 +7,13 @@
 // replaced that way would make two clusters meant to be apart share ids. The
 // coordinator worker checks them instead, and refuses to claim ("misconfigured"). A "%d" in a short description stands for the setting's
 // maximum, so a range the core defines is written once.
+//
+// A setting that changes what the whole node does is set for the whole
+// server (PGC_SIGHUP or PGC_POSTMASTER), never per session, role or
+// database: shardid.max_clock_lead and shardid.clock_offset_ms move the
+// logical clock every session shares, and shardid.wal_log_mark decides
+// whether the node-wide state reaches standbys. Per-session settings only
+// shape the IDs of that session (a field, a key, a wait).
 #include <climits>
 #include <cstdio>
 #include <fstream>
@@ -115,11 +122,11 @@ const Setting settings[] = {
      "How far the logical clock may run ahead of the wall clock after it stepped back.",
      "When a tick's sequence is used up while the wall clock is behind the last issued ID, the logical clock moves "
      "one tick ahead; past this lead, generation fails instead.",
-     10000, 0, INT_MAX, nullptr, nullptr, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, false},
+     10000, 0, INT_MAX, nullptr, nullptr, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, false},
     {"shardid.clock_offset_ms", Kind::integer, &clock_offset_ms,
-     "Testing aid: milliseconds added to the wall clock this backend reads.",
+     "Testing aid: milliseconds added to the wall clock the whole server reads.",
      "Negative values simulate a clock that stepped back. Leave at 0 in production.", 0, INT_MIN, INT_MAX, nullptr,
-     nullptr, PGC_SUSET, GUC_UNIT_MS, nullptr, nullptr, false},
+     nullptr, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, false},
     {"shardid.launch_id", Kind::integer, &launch_id, "DecimalId launch id of this deployment (1..%d; 0 for tests).",
      "-1 means unset: next_decimal_id() then fails.", -1, -1, int(decimal_launch_max), nullptr, nullptr, PGC_SUSET, 0,
      nullptr, nullptr, false},
@@ -138,7 +145,7 @@ const Setting settings[] = {
      "WAL-logs the node's high-water mark and counter floors, so standbys replay them.",
      "Needs shared_preload_libraries = 'shardid' on the primary and on every standby. Off, a promoted standby does "
      "not know the old primary's mark.",
-     true, 0, 0, nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
+     true, 0, 0, nullptr, nullptr, PGC_SIGHUP, 0, nullptr, nullptr, false},
     {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms,
      "How long a generator waits for a claim or a counter from etcd.",
      "After it, generation fails with SQLSTATE 55000.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,

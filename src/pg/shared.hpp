@@ -86,6 +86,11 @@ struct Shared {
     // The node state's counter floors (DecimalId generator ids, call-number
     // run ids, ...), by their index in node_state_fields; other entries unused.
     int64 counter_floors[node_state_field_count];
+    // NodeState::release_token: read from the state file at start, set by
+    // the coordinator at a clean release, written at the postmaster's clean
+    // exit (src/pg/persist.cpp); never replayed from WAL.
+    std::atomic<int64_t> release_token;
+    int64_t release_token_at_start;
     LWLock state_lock;  // see the locking rules above
     CoordShared coord;  // the node id claimed from etcd (src/pg/coord_shared.hpp)
     Slot slots[max_slots];
@@ -145,13 +150,14 @@ void set_counter_floors(const NodeState& st, bool raise);
 // retired floor, and any number of counter floors.
 constexpr bool node_state_fields_known()
 {
-    int marks = 0, retired = 0;
+    int marks = 0, retired = 0, tokens = 0;
     for (const NodeStateField& f : node_state_fields) {
         marks += f.kind == NodeStateFieldKind::time_mark;
         retired += f.kind == NodeStateFieldKind::retired_floor;
+        tokens += f.kind == NodeStateFieldKind::release_token;
     }
-    return marks == 1 && retired == 1;
+    return marks == 1 && retired == 1 && tokens == 1;
 }
-static_assert(node_state_fields_known(), "the glue knows one time mark and one retired floor");
+static_assert(node_state_fields_known(), "the glue knows one time mark, one retired floor and one release token");
 
 }  // namespace shardid::pg

@@ -84,6 +84,8 @@ void attach_locked()
         aligned->restart_floor_ms.store(st.mark_ms);
         aligned->lease_until_ms.store(st.mark_ms);
         aligned->retired_ms.store(st.retired_ms);
+        aligned->release_token.store(st.release_token);
+        aligned->release_token_at_start = st.release_token;
         shared = aligned;
         set_counter_floors(st, false);
         // Layouts with marks of their own resume exactly where those say;

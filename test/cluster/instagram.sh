@@ -246,7 +246,9 @@ qb -f "$base/shard_05.sql" >/dev/null
 check "B holds all of shard 5's rows" "$(qa -c "SELECT count(*) FROM shard_05.items")" \
     "$(qb -c "SELECT count(*) FROM shard_05.items")"
 # (3) B's state above the shard's highest ID; within B's max_clock_lead only.
-refused=$(qb -c "SET shardid.max_clock_lead = '5s'" -c "SELECT shardid_advance_past('instagram', max(id)) FROM shard_05.items" 2>&1)
+node_setting "$b" $bport shardid.max_clock_lead 5s
+refused=$(qb -c "SELECT shardid_advance_past('instagram', max(id)) FROM shard_05.items" 2>&1)
+node_setting "$b" $bport shardid.max_clock_lead 30s
 check "shardid_advance_past refuses a lead beyond shardid.max_clock_lead (5 s; B is 20 s behind)" 1 \
     "$(grep -c 'would make its logical clock lead the wall clock' <<<"$refused")"
 if [ "${SHARDID_CLUSTER_SKIP_ADVANCE:-}" = 1 ]; then

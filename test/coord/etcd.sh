@@ -66,17 +66,34 @@ check "IDs of every scheme from 4 nodes x 2 databases: 0 duplicates (COPY into a
 check "the etcd counters gave 8 generator ids and at least 8 run ids, none twice" "8" \
     "$(q n1 -c "SELECT count(DISTINCT (decimal_id_decode(id::bigint)).generator_id) FROM every_id WHERE scheme = 'decimal'")"
 
-# The call-number key is the cluster's: etcd records its fingerprint, and a
-# database (or a session) whose key differs is refused, since call numbers
-# made with two keys can be equal (the nemesis run found 6 in 2,256).
-fp=$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/call_number_key")
-[[ "$fp" =~ ^[1-9][0-9]*$ ]] && pass "etcd records the fingerprint of the shared call-number key ($fp)" ||
-    fail "etcd holds no fingerprint of the call-number key: '$fp'"
-check "a session with another call-number key is refused, naming the key" \
-    "55000: the call-number key of this database is not the one of the other nodes" \
-    "$(q_err n1 "SET shardid.call_number_key = 'default'; SELECT next_call_number()")"
-[ -n "$(q n1 -c "SELECT next_call_number()")" ] && pass "the shared key still issues call numbers" ||
-    fail "the shared key no longer issues call numbers"
+# Call numbers: each key's are its own (run ids are the cluster's), so no
+# key is refused until a superuser records the cluster's key; then every
+# node's sessions with another key are refused (call numbers of two keys
+# can be equal: the nemesis run found 6 in 2,256), and the hint's steps
+# undo it without touching etcd or restarting. No role but a superuser can
+# record one: an ordinary role's first call number locks nobody out.
+check "no cluster key recorded: nothing in etcd" "" "$(ectl get --print-value-only "$PREFIX/call_number_key")"
+q n2 -c "CREATE DATABASE three" -c "ALTER DATABASE three SET shardid.call_number_key = 'default'" -c "CREATE ROLE clerk LOGIN"
+q n2 -d three -c "CREATE EXTENSION shardid"
+clerk() { psql -X -h "${dir_of[n2]}" -p "${port_of[n2]}" -U clerk -d three -At -v VERBOSITY=verbose -c "$1" 2>&1; }
+check "an ordinary role, first under the prefix with its database's own key, issues call numbers" 8 \
+    "$(clerk "SELECT length(next_call_number())")"
+check "... and refuses no other database or node" "8 8" \
+    "$(q n1 -d two -c "SELECT length(next_call_number())") $(q n4 -c "SELECT length(next_call_number())")"
+check "an ordinary role cannot record the cluster's key" 42501 \
+    "$(clerk "SELECT shardid_set_call_number_key('default')" | grep -m1 -o '42501')"
+fp=$(q n1 -c "SELECT shardid_set_call_number_key('calls')")
+check "a superuser records the cluster's key: etcd holds its fingerprint" "$fp" "$(ectl get --print-value-only "$PREFIX/call_number_key")"
+check "then a session with another key is refused, on another node too" \
+    "55000: the call-number key of this session is not the cluster's" \
+    "$(q_err n3 "SET shardid.call_number_key = 'default'; SELECT next_call_number()")"
+[ -n "$(q n4 -c "SELECT next_call_number()")" ] && pass "the cluster's key still issues call numbers" ||
+    fail "the cluster's key no longer issues call numbers"
+hint=$(psql -X -h "${dir_of[n3]}" -p "${port_of[n3]}" -U postgres -d postgres -At -c "SET shardid.call_number_key = 'default'" -c "SELECT next_call_number()" 2>&1 | sed -n 's/^HINT:  //p')
+case $hint in *"SELECT shardid_set_call_number_key(NULL);"*) pass "the hint gives the step that undoes it" ;; *) fail "the hint: $hint" ;; esac
+q n3 -c "SELECT shardid_set_call_number_key(NULL)" >/dev/null
+check "following the hint (no etcd edit, no restart): the other key issues again" 8 \
+    "$(q n3 -c "SET shardid.call_number_key = 'default'" -c "SELECT length(next_call_number())")"
 
 # Control: ids from settings, each node its own (different) node id: the
 # DecimalId generator ids come from each node's own sequence and collide.
@@ -122,9 +139,14 @@ check "decoders work on the refused node" "2" \
 # they may not overlap at all).
 ctl_node d1 $((base + 22)) 5; ctl_node d2 $((base + 23)) 5
 t0=$(date +%s%3N)
-q d1 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 300000)) TO STDOUT" >"$work/dup-1"
-q d2 -c "SET shardid.clock_offset_ms = $((t0 - $(date +%s%3N)))" \
-    -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 300000)) TO STDOUT" >"$work/dup-2"
+# d1 issues for about a second, so that d2, whose clock is set back to when
+# d1 began (the reload of a setting of the whole server takes a moment),
+# issues within d1's milliseconds.
+q d1 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 2000000)) TO STDOUT" >"$work/dup-1"
+t1=$(date +%s%3N)
+node_setting "${dir_of[d2]}" "${port_of[d2]}" shardid.clock_offset_ms $((t0 - t1))
+echo "# d2's clock set back by $((t1 - t0)) ms (the reload took $(($(date +%s%3N) - t1)) ms more)"
+q d2 -c "COPY (SELECT next_snowflake_id() FROM generate_series(1, 300000)) TO STDOUT" >"$work/dup-2"
 dups=$(sort "$work/dup-1" "$work/dup-2" | uniq -d | wc -l)
 [ "$dups" -gt 0 ] && pass "control: two nodes with node id 5 from settings issue $dups duplicate snowflake IDs" ||
     fail "control: two nodes with the same id from settings issued no duplicate"
@@ -367,7 +389,7 @@ wait_state k1 held 10 && pass "once the key is fixed, the node takes the id" || 
 q k1 -c "CREATE TABLE t (id bigint PRIMARY KEY)" \
     -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 20000)"
 before=$(q k1 -c "SELECT max(id) FROM t")
-seen=$(ectl get --print-value-only "$PREFIX/mark/30")
+seen=$(ectl get --print-value-only "$PREFIX/mark/30" | cut -d" " -f1)
 # Its clock now steps 60 s back (the worker's too): a window from that clock
 # would end below the mark it saw, so only what it remembers of that mark
 # keeps its window above once the mark in etcd is lowered by hand.
@@ -382,7 +404,7 @@ for _ in $(seq 1 150); do  # until it holds id 30 under a new lease
     sleep 0.1
 done
 [ "$(q k1 -c "SELECT lease_id <> '$lease' FROM shardid_coordination()")" = t ] || fail "k1 did not claim 30 again"
-mark_now=$(ectl get --print-value-only "$PREFIX/mark/30")
+mark_now=$(ectl get --print-value-only "$PREFIX/mark/30" | cut -d" " -f1)
 [ "$mark_now" -ge "$seen" ] 2>/dev/null && pass "a mark lowered by hand: the node records a mark above the one it saw" ||
     fail "a lowered mark: the node recorded $mark_now, below the $seen it saw"
 check "a mark lowered by hand: every later ID sorts above the earlier ones" "t" \

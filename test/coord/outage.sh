@@ -231,10 +231,10 @@ wait_state c2 held 10 && pass "once the key is removed, the node takes id 41" ||
 # A clean stop lowers the mark to the last tick issued: the next holder
 # does not lead its clock by the window (about TTL ahead otherwise).
 q c2 -c "SELECT next_snowflake_id()" >/dev/null
-mark_held=$(ectl get --print-value-only "$PREFIX/mark/41")
+mark_held=$(ectl get --print-value-only "$PREFIX/mark/41" | cut -d" " -f1)
 cluster_stop "${dir_of[c2]}" fast
 stopped=$(date +%s%3N)
-mark_stopped=$(ectl get --print-value-only "$PREFIX/mark/41")
+mark_stopped=$(ectl get --print-value-only "$PREFIX/mark/41" | cut -d" " -f1)
 echo "# while held the mark led the clock by $((mark_held - stopped)) ms; after the clean stop by $((mark_stopped - stopped)) ms"
 [ $((mark_stopped - stopped)) -le 0 ] && [ "$mark_stopped" -lt "$mark_held" ] &&
     pass "a clean stop lowers the mark to the last tick issued ($((mark_stopped - stopped)) ms from the stop; it was $((mark_held - stopped)) ms ahead)" ||
@@ -249,7 +249,7 @@ node_up a1 $((base + 71)) "" "shardid.launch_id = 5" || fail "a1 did not start"
 wait_state a1 held 10 || fail "a1 did not claim"
 a_gen=$(q a1 -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id")
 a_id=$(held_id a1)
-mark_before=$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/mark/$a_id")
+mark_before=$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/mark/$a_id" | cut -d" " -f1)
 kill -9 "${etcd_pid_of[lost]}"; wait "${etcd_pid_of[lost]}" 2>/dev/null
 rm -rf "$work/etcd-lost"
 etcd_start lost $ETCD_LOST 24241
@@ -266,7 +266,7 @@ b_gen=$(q b1 -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id")
 [ -n "$b_gen" ] && [ "$b_gen" != "$a_gen" ] &&
     pass "etcd lost its data: the live node raised the counter to its floor; a new node got generator id $b_gen, not the live node's $a_gen" ||
     fail "etcd lost its data: the new node got generator id '${b_gen:-?}', the live node holds $a_gen"
-mark_after=$(etcdctl --endpoints="http://127.0.0.1:$ETCD_LOST" get --print-value-only "/o7/mark/$(held_id a1)")
+mark_after=$(etcdctl --endpoints="http://127.0.0.1:$ETCD_LOST" get --print-value-only "/o7/mark/$(held_id a1)" | cut -d" " -f1)
 [ "${mark_after:-0}" -ge "${mark_before:-1}" ] 2>/dev/null && pass "no mark went backwards for the live node ($mark_before, then $mark_after)" ||
     fail "the live node's mark went from ${mark_before:-?} to ${mark_after:-?}"
 

@@ -4,6 +4,10 @@
   proxy.py PORT tcp TARGET_PORT   forwards TCP to 127.0.0.1:TARGET_PORT (kill it to cut the node off)
   proxy.py PORT html              answers every request with an HTML error page
   proxy.py PORT truncated         answers every request with JSON cut in the middle
+  proxy.py PORT grant TARGET_PORT TTL
+                                  forwards HTTP requests to etcd, with the TTL of every lease
+                                  grant's answer replaced by TTL (a broken or hostile gateway)
+  proxy.py PORT hang              accepts every connection and never answers
 """
 import socket
 import sys
@@ -39,11 +43,51 @@ def answer(conn, body, status="200 OK", ctype="application/json"):
     conn.close()
 
 
+hung = []
+
+
+def grant(conn):
+    """One HTTP request forwarded to etcd; a lease grant's TTL rewritten."""
+    import http.client
+    import json
+    try:
+        f = conn.makefile("rb")
+        line = f.readline().decode()
+        method, path = line.split()[:2]
+        headers, length = {}, 0
+        while True:
+            h = f.readline().decode()
+            if h in ("\r\n", "\n", ""):
+                break
+            k, v = h.split(":", 1)
+            headers[k.strip()] = v.strip()
+            if k.strip().lower() == "content-length":
+                length = int(v)
+        body = f.read(length)
+        up = http.client.HTTPConnection("127.0.0.1", int(sys.argv[3]), timeout=10)
+        up.request(method, path, body, {k: v for k, v in headers.items() if k.lower() != "host"})
+        r = up.getresponse()
+        data = r.read()
+        if path == "/v3/lease/grant" and r.status == 200:
+            j = json.loads(data)
+            j["TTL"] = sys.argv[4]
+            data = json.dumps(j).encode()
+        conn.sendall(f"HTTP/1.1 {r.status} OK\r\nContent-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + data)
+    except (OSError, ValueError):
+        pass
+    conn.close()
+
+
 def serve(conn):
     if mode == "tcp":
         upstream = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
         threading.Thread(target=pipe, args=(conn, upstream), daemon=True).start()
         pipe(upstream, conn)
+    elif mode == "grant":
+        grant(conn)
+    elif mode == "hang":
+        hung.append(conn)  # kept open, never read or answered
     elif mode == "html":
         answer(conn, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "502 Bad Gateway", "text/html")
     else:

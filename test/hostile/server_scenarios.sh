@@ -170,9 +170,11 @@ cluster_stop "$dir" fast
 mark=$(( ($(date +%s) + 3600) * 1000 ))
 printf 'shardid high-water mark v1\n%s\n' "$mark" | as_pg tee "$dir/data/shardid.hwm" >/dev/null
 cluster_start "$dir" "$port" || exit 1
-out=$(q -c "SET shardid.max_clock_lead = '2h'" -c "SELECT next_trace_id() > 0" \
+node_setting "$dir" "$port" shardid.max_clock_lead 2h
+out=$(q -c "SELECT next_trace_id() > 0" \
         -c "SELECT (extract(epoch FROM restart_floor) * 1000)::bigint FROM shardid_status LIMIT 1" 2>&1)
 check a_mark_file_of_shardid_1_1_is_honoured "$(printf 't\n%s' "$mark")" "$out"
+node_setting "$dir" "$port" shardid.max_clock_lead DEFAULT
 cluster_stop "$dir" fast
 printf 'shardid node state v2\nmark 12x\n' | as_pg tee "$dir/data/shardid.hwm" >/dev/null
 cluster_start "$dir" "$port" || exit 1

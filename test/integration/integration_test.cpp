@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <cstdint>
 #include <cstdlib>
@@ -122,25 +123,50 @@ void test_concurrent_trace_ids()
     check(dups == 0, std::to_string(dups) + " duplicate IDs");
 }
 
-void test_clock_step_back_in_another_session()
+// A setting of the whole server (no session may set shardid.clock_offset_ms)
+// changed with ALTER SYSTEM and a reload ("" resets it), waited for until a
+// new session has it: its pg_conf_load_time() is the postmaster's reload.
+void node_setting(const std::string& name, const std::string& value)
 {
-    pqxx::connection normal(dsn), stepped(dsn);
-    const int64_t before = generate(normal, "next_trace_id()", 1, 1000).back();
-    pqxx::nontransaction(stepped).exec("SET shardid.clock_offset_ms = -60000");
-    const auto after = generate(stepped, "next_trace_id()", 10, 1000);
-    check(after.front() > before, "a session whose clock is a minute behind issued an ID below an earlier one");
-    check(strictly_increasing(after), "IDs of the stepped-back session did not increase");
+    pqxx::connection c(dsn);
+    pqxx::nontransaction t(c);
+    t.exec("LOAD 'shardid'");  // its settings are known without preloading too
+    t.exec(value.empty() ? "ALTER SYSTEM RESET " + name : "ALTER SYSTEM SET " + name + " = '" + value + "'");
+    const std::string asked = t.exec1("SELECT clock_timestamp()::text")[0].as<std::string>();
+    t.exec("SELECT pg_reload_conf()");
+    for (int i = 0; i < 100; i++) {
+        pqxx::connection n(dsn);
+        if (pqxx::nontransaction(n).exec1("SELECT pg_conf_load_time() >= '" + asked + "'")[0].as<bool>())
+            return;
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    check(false, "the reload that sets " + name + " did not show within 10 s");
+}
 
-    // Both at once: no collision between the normal and the stepped clock.
-    auto ids = in_parallel(4, [](pqxx::connection& c) {
-        static std::atomic<int> n{0};
-        if (n++ % 2)
-            pqxx::nontransaction(c).exec("SET shardid.clock_offset_ms = -60000");
-        return generate(c, "next_trace_id()", 50, 1000);
+void test_clock_step_back_while_sessions_run()
+{
+    pqxx::connection normal(dsn);
+    const int64_t before = generate(normal, "next_trace_id()", 1, 1000).back();
+    node_setting("shardid.clock_offset_ms", "-60000");
+    pqxx::connection stepped(dsn);
+    const auto after = generate(stepped, "next_trace_id()", 10, 1000);
+    check(after.front() > before, "a server whose clock stepped a minute back issued an ID below an earlier one");
+    check(strictly_increasing(after), "IDs after the clock stepped back did not increase");
+    node_setting("shardid.clock_offset_ms", "");
+
+    // The clock steps back while four sessions generate: each takes the
+    // reload at its next statement, so for a while some read the normal
+    // clock and some the stepped one. No collision between them.
+    std::thread step([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        node_setting("shardid.clock_offset_ms", "-60000");
     });
+    auto ids = in_parallel(4, [](pqxx::connection& c) { return generate(c, "next_trace_id()", 50, 1000); });
+    step.join();
+    node_setting("shardid.clock_offset_ms", "");
     for (auto& v : ids)
         check(strictly_increasing(v), "IDs did not increase within a connection");
-    check(duplicates(ids) == 0, "duplicates between normal and stepped-back sessions");
+    check(duplicates(ids) == 0, "duplicates between sessions of the normal and the stepped-back clock");
 }
 
 // Every connection generates with `expr`; no duplicates, increasing per
@@ -266,7 +292,7 @@ int main()
         return 2;
     }
     run("concurrent_trace_ids_8x100000", test_concurrent_trace_ids);
-    run("clock_step_back_in_another_session", test_clock_step_back_in_another_session);
+    run("clock_step_back_while_sessions_run", test_clock_step_back_while_sessions_run);
     run("concurrent_column_defaults", test_concurrent_column_defaults);
     run("concurrent_snowflake_instagram_twitter", test_concurrent_layouts);
     run("concurrent_decimal_ids_and_call_numbers", test_concurrent_counters);

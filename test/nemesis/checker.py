@@ -6,9 +6,12 @@ schedule, and prints the summary; its last line is
   anomalies: N (D duplicates, O order violations, B below a previous holder,
   S shared counters, K key violations), M operations
 
-Usage: checker.py DIR [--control]   (DIR holds history.jsonl, faults.jsonl)
-Exit status 0 exactly when there is no anomaly (with --control: exactly
-when there is one).
+Usage: checker.py DIR [--control KIND]   (DIR holds history.jsonl,
+faults.jsonl, run.json and tables.jsonl, every node's tables read back at
+the end); checker.py --self-test checks the checker on planted histories.
+Exit status 0 exactly when there is no anomaly and every contender issued
+every scheme at least MIN_OK times (with --control KIND: exactly when it
+found anomalies of KIND, the kind the control exists for).
 
 An operation: {"client", "node", "scheme", "kind", "t0", "t1", "outcome":
 "ok"|"fail"|"unknown", "value", "nid", "error"}; t0/t1 monotonic seconds,
@@ -25,6 +28,13 @@ call numbers the run id).
                     values returned by two nodes
   key violations    an INSERT refused by its primary key (23505): a
                     duplicate the database caught
+
+Duplicates count the rows of every node's tables too (tables.jsonl): an
+INSERT whose answer was lost (outcome unknown) may have committed a value
+another node returned. Reported, not counted: overlapping holders, two
+serving nodes whose successful operations under one node id overlap in
+time (a pause or a slow answer can make that harmless; an ID below a
+previous holder's is what it costs, and that is counted).
 """
 import collections
 import json
@@ -40,7 +50,10 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def judge(ops):
+MIN_OK = 10  # successful operations each contender must have of each scheme for a verdict
+
+
+def judge(ops, tables=()):
     found = collections.Counter()
     examples = collections.defaultdict(list)
 
@@ -51,8 +64,16 @@ def judge(ops):
 
     ok = [o for o in ops if o["outcome"] == "ok"]
     by_scheme = collections.defaultdict(collections.Counter)
+    returned = collections.Counter()
     for o in ok:
         by_scheme[o["scheme"]][str(o["value"])] += 1
+        if o.get("kind") == "insert":
+            returned[(o["node"], o["scheme"], str(o["value"]))] += 1
+    # A row no successful INSERT of its node returned: committed by one
+    # whose answer was lost. It counts like a returned value.
+    for row in tables:
+        if "value" in row and not returned[(row["node"], row["scheme"], str(row["value"]))]:
+            by_scheme[row["scheme"]][str(row["value"])] += 1
     for scheme, values in by_scheme.items():
         for v, n in values.items():
             if n > 1:
@@ -83,6 +104,24 @@ def judge(ops):
                     note(kind, f"{scheme} node id {nid}: {a['value']} from {node} (done {a['t1']:.3f}) "
                                f">= {b['value']} from {b['node']} (asked {b['t0']:.3f})")
 
+    # Two serving nodes under one node id at overlapping times (reported).
+    overlapping = []
+    for (scheme, nid), group in groups.items():
+        spans = {}
+        for o in group:
+            lo, hi = spans.get(o["node"], (o["t0"], o["t1"]))
+            spans[o["node"]] = (min(lo, o["t0"]), max(hi, o["t1"]))
+        if len(spans) < 2:
+            continue
+        by_t0 = sorted(group, key=lambda o: o["t0"])
+        for a, b in zip(by_t0, by_t0[1:]):
+            if a["node"] != b["node"] and b["t0"] < a["t1"]:
+                overlapping.append(f"{scheme} node id {nid}: {a['node']} ({a['t0']:.3f}-{a['t1']:.3f}) and "
+                                   f"{b['node']} ({b['t0']:.3f}-{b['t1']:.3f})")
+    examples["overlapping holders (reported, not counted)"] = overlapping[:5]
+    found.setdefault("overlapping holders", 0)
+    overlapping_count = len(overlapping)
+
     owners = collections.defaultdict(set)
     for o in ok:
         if o["scheme"] in COUNTERS and o["nid"] is not None:
@@ -90,7 +129,49 @@ def judge(ops):
     for (scheme, nid), nodes in owners.items():
         if len(nodes) > 1:
             note("shared counters", f"{COUNTERS[scheme]} {nid} in values of {', '.join(sorted(nodes))}")
-    return found, examples
+    del found["overlapping holders"]
+    if not overlapping:
+        del examples["overlapping holders (reported, not counted)"]
+    return found, examples, overlapping_count
+
+
+def too_few(ops, nodes, schemes):
+    """(node, scheme, count) of each contender and scheme under MIN_OK successes."""
+    n = collections.Counter((o["node"], o["scheme"]) for o in ops if o["outcome"] == "ok")
+    return [(node, s, n[(node, s)]) for node in nodes for s in schemes if n[(node, s)] < MIN_OK]
+
+
+def self_test():
+    """The checker on planted histories: each anomaly must be found."""
+    def op(node, scheme, value, t0, t1, nid=7, kind="insert", outcome="ok"):
+        return {"client": node + "c0", "node": node, "scheme": scheme, "kind": kind, "t0": t0, "t1": t1,
+                "outcome": outcome, "value": value, "nid": nid}
+    clean = [op("n3", "snowflake", 10, 0.0, 0.1), op("n3", "snowflake", 20, 0.2, 0.3),
+             op("n4", "snowflake", 30, 5.0, 5.1), op("n4", "snowflake", 40, 5.2, 5.3)]
+    cases = [
+        ("clean", clean, [], {}),
+        ("a duplicate only in a table (an INSERT of unknown outcome that committed)",
+         clean + [op("n4", "snowflake", None, 6.0, 8.0, outcome="unknown")],
+         [{"node": "n3", "scheme": "snowflake", "value": 10}, {"node": "n3", "scheme": "snowflake", "value": 20},
+          {"node": "n4", "scheme": "snowflake", "value": 30}, {"node": "n4", "scheme": "snowflake", "value": 40},
+          {"node": "n4", "scheme": "snowflake", "value": 20}], {"duplicates": 1}),
+        ("a returned duplicate", clean + [op("n1", "snowflake", 20, 6.0, 6.1, nid=None, kind="select")], [], {"duplicates": 1}),
+        ("below a previous holder", clean + [op("n3", "snowflake", 35, 6.0, 6.1)], [], {"below a previous holder": 1}),
+        ("order on one node", clean + [op("n4", "snowflake", 35, 6.0, 6.1)], [], {"order violations": 1}),
+        ("a shared counter", [op("n1", "decimal", 1, 0, 0.1, nid=3), op("n2", "decimal", 2, 0, 0.1, nid=3)], [],
+         {"shared counters": 1}),
+    ]
+    failed = 0
+    for name, ops, tables, want in cases:
+        found, _, _ = judge(ops, tables)
+        got = {k: v for k, v in found.items() if v}
+        ok = got == want
+        failed += not ok
+        print(f"{'PASS' if ok else 'FAIL'} checker self-test: {name}: found {got or 'nothing'}")
+    _, _, overlaps_found = judge(clean + [op("n4", "snowflake", 50, 0.05, 0.15)], [])
+    print(f"{'PASS' if overlaps_found else 'FAIL'} checker self-test: two holders at overlapping times are reported")
+    failed += not overlaps_found
+    return 1 if failed else 0
 
 
 def overlaps(o, f):
@@ -175,9 +256,17 @@ def summary(ops, faults, start, end, ttl, wait, contenders=("n3", "n4"), lag=Non
 
 def main():
     args = sys.argv[1:]
-    control = "--control" in args
-    d = [a for a in args if a != "--control"][0]
+    if args == ["--self-test"]:
+        return self_test()
+    control = None
+    if "--control" in args:
+        i = args.index("--control")
+        control = args[i + 1]
+        del args[i:i + 2]
+    d = args[0]
     ops = load(os.path.join(d, "history.jsonl"))
+    tables_path = os.path.join(d, "tables.jsonl")
+    tables = load(tables_path) if os.path.exists(tables_path) else None
     faults = load(os.path.join(d, "faults.jsonl")) if os.path.exists(os.path.join(d, "faults.jsonl")) else []
     meta = json.load(open(os.path.join(d, "run.json"))) if os.path.exists(os.path.join(d, "run.json")) else {}
     start = meta.get("start", min((o["t0"] for o in ops), default=0))
@@ -189,18 +278,33 @@ def main():
     for line in summary(ops, faults, start, end, meta.get("lease_ttl_s", 5), meta.get("etcd_wait_s", 5),
                         tuple(meta.get("contenders", ["n3", "n4"])), meta.get("clock_lag_s", {"n4": 30.0})):
         print(line)
-    found, examples = judge(ops)
+    found, examples, overlapping = judge(ops, tables or [])
     for kind, texts in examples.items():
         print(f"{kind}, for example:")
         for t in texts:
             print(f"  {t}")
+    print(f"overlapping holders (reported): {overlapping}")
+    valid = True
+    if tables is None or any("unread" in r for r in tables):
+        print("the nodes' tables were not all read back: no verdict on what unknown INSERTs committed")
+        valid = False
+    else:
+        print(f"rows read back from the nodes' tables: {len(tables)}")
+    contenders = meta.get("contenders", ["n3", "n4"])
+    few = too_few(ops, contenders, sorted({o["scheme"] for o in ops}))
+    for node, scheme, n in few:
+        print(f"too few operations: {node} {scheme} succeeded {n} times (at least {MIN_OK} wanted)")
+    if few and control is None:
+        valid = False
     total = sum(found.values())
     names = ["duplicates", "order violations", "below a previous holder", "shared counters", "key violations"]
     parts = ", ".join(f"{found[n]} {n}" for n in names)
     print(f"anomalies: {total} ({parts}), {len(ops)} operations")
-    if not ops:
+    if not ops or not valid:
         return 1
-    return 0 if (total > 0) == control else 1
+    if control is not None:
+        return 0 if found[control] > 0 else 1
+    return 0 if total == 0 else 1
 
 
 if __name__ == "__main__":

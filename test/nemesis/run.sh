@@ -6,7 +6,9 @@
 # cut), the clients and the seeded fault schedule, printing a line per
 # fault; test/nemesis/checker.py then judges the history and prints the
 # summary, ending with "anomalies: N (...), M operations". Exit status 0
-# exactly when there is no anomaly (for a control: exactly when there is).
+# exactly when there is no anomaly (for a control: exactly when it finds the
+# kind of anomaly the control exists for: same-id duplicates, no-mark IDs
+# below a previous holder).
 # The history and the schedule stay in the directory the run prints; the
 # same seed gives the same schedule. Uses the installed shardid (the test
 # command installs it; alone, run `make install` first).
@@ -16,7 +18,11 @@ cd "$(dirname "$0")/../.."
 control=()
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do
-    [ "${args[$i]}" = --control ] && control=(--control)
+    # A control's checker wants the anomaly kind it exists for.
+    [ "${args[$i]}" = --control ] && case ${args[$((i + 1))]:-} in
+        same-id) control=(--control duplicates) ;;
+        no-mark) control=(--control "below a previous holder") ;;
+    esac
     # --seed fresh: a new seed, printed with the history's directory.
     [ "${args[$i]}" = --seed ] && [ "${args[$((i + 1))]:-}" = fresh ] && args[$((i + 1))]=$(date +%s)
 done

@@ -3,6 +3,8 @@
 // body or a hand-edited key looks like must be refused, never crash.
 #include <gtest/gtest.h>
 
+#include <climits>
+
 #include "core/coord.hpp"
 #include "core/etcd_wire.hpp"
 
@@ -295,4 +297,133 @@ TEST(Etcd, EncodesTransactions)
     EXPECT_EQ(body, R"({"compare":[{"create_revision":"0","key":"L3Avbm9kZS8x","result":"EQUAL","target":"CREATE"}],)"
                     R"("failure":[{"request_range":{"key":"L3Avbm9kZS8x"}}],)"
                     R"("success":[{"request_put":{"key":"L3Avbm9kZS8x","lease":"42","value":"dg=="}}]})");
+}
+
+// Values from etcd are checked against what shardid could have written, and
+// the arithmetic on them never overflows: every function here is driven
+// with int64's extremes.
+TEST(Coord, ArithmeticOnOutsideValuesSaturates)
+{
+    EXPECT_EQ(coord::sat_add(INT64_MAX, 1), INT64_MAX);
+    EXPECT_EQ(coord::sat_add(INT64_MAX, INT64_MAX), INT64_MAX);
+    EXPECT_EQ(coord::sat_add(INT64_MIN, -1), INT64_MIN);
+    EXPECT_EQ(coord::sat_add(INT64_MIN, INT64_MAX), -1);
+    EXPECT_EQ(coord::sat_add(40, 2), 42);
+    EXPECT_EQ(coord::fence_deadline_ms(INT64_MAX, 10000), INT64_MAX);
+    for (int64_t v : {int64_t(0), int64_t(1), INT64_MAX - 1, INT64_MAX}) {
+        EXPECT_EQ(coord::window_target(v, INT64_MAX, 10000, v, v, 0), INT64_MAX) << v;
+        EXPECT_GE(coord::window_target(1000, 5000, 10000, -1, v, 0), v) << v;
+        EXPECT_TRUE(coord::window_due(v, INT64_MAX, v, -1)) << v;
+    }
+}
+
+TEST(Coord, TheFenceUsesTheTtlAskedForAtMost)
+{
+    EXPECT_EQ(coord::fenced_ttl_s(3, 3600), 3);  // a gateway granting more: fenced at what was asked
+    EXPECT_EQ(coord::fenced_ttl_s(10, 10), 10);
+    EXPECT_EQ(coord::fenced_ttl_s(10, 5), 5);  // less: fenced at what was granted
+    EXPECT_EQ(coord::fenced_ttl_s(10, INT64_MAX), 10);
+    for (int64_t bad : {int64_t(0), int64_t(-1), INT64_MIN})
+        EXPECT_EQ(coord::fenced_ttl_s(10, bad), 0) << bad;
+}
+
+TEST(Coord, MarksRoundTripAndRefuseWhatShardidNeverWrites)
+{
+    coord::Mark m{1795609959750, 0x0123456789abcdefull, 10000, true}, back;
+    EXPECT_EQ(coord::mark_value(m), "1795609959750 0123456789abcdef 10000 released");
+    ASSERT_TRUE(coord::parse_mark(coord::mark_value(m), &back));
+    EXPECT_EQ(back.end_ms, m.end_ms);
+    EXPECT_EQ(back.token, m.token);
+    EXPECT_EQ(back.ttl_ms, m.ttl_ms);
+    EXPECT_TRUE(back.released);
+    m.released = false;
+    m.end_ms = INT64_MAX;
+    ASSERT_TRUE(coord::parse_mark(coord::mark_value(m), &back));
+    EXPECT_EQ(back.end_ms, INT64_MAX);
+    EXPECT_FALSE(back.released);
+    // A plain number: shardid 1.2's format, or a key set by hand.
+    ASSERT_TRUE(coord::parse_mark("1795609959750", &back));
+    EXPECT_EQ(back.end_ms, 1795609959750);
+    EXPECT_EQ(back.token, 0u);
+    EXPECT_EQ(back.ttl_ms, 0);
+    EXPECT_FALSE(back.released);
+    for (const char* bad :
+         {"", "banana", "-1", "9223372036854775808", "1 0123456789abcdef 10000", "1 0123456789abcdef 10000 held x",
+          "1 0123456789ABCDEF 10000 held", "1 0000000000000000 10000 held", "1 0123456789abcdef 1000 held",
+          "1 0123456789abcdef 300001 held", "1 0123456789abcde 10000 held", "1 0123456789abcdef 10000 gone",
+          "1  0123456789abcdef 10000 held", "-1 0123456789abcdef 10000 held"})
+        EXPECT_FALSE(coord::parse_mark(bad, &back)) << bad;
+}
+
+TEST(Coord, MarksBeyondAHoldersReachAreRefused)
+{
+    std::string why;
+    const int64_t now = 1795609959750, lead = 10000, ttl = 10000;
+    EXPECT_TRUE(coord::mark_plausible(0, now, lead, ttl, &why));
+    EXPECT_TRUE(coord::mark_plausible(now + ttl, now, lead, ttl, &why));
+    EXPECT_TRUE(coord::mark_plausible(now + lead + ttl + coord::window_span_ms, now, lead, ttl, &why));
+    EXPECT_FALSE(coord::mark_plausible(now + lead + ttl + coord::window_span_ms + 1, now, lead, ttl, &why));
+    EXPECT_FALSE(coord::mark_plausible(4102444800000, now, lead, ttl, &why));  // the year 2100
+    EXPECT_NE(why.find("ahead of this node's clock"), std::string::npos) << why;
+    EXPECT_FALSE(coord::mark_plausible(INT64_MAX, now, lead, ttl, &why));
+    EXPECT_TRUE(
+        coord::mark_plausible(INT64_MAX, now, INT64_MAX / 2, INT64_MAX / 2, &why));  // the reach saturates, never wraps
+    EXPECT_TRUE(coord::mark_plausible(INT64_MAX, INT64_MAX, 0, 0, &why));
+}
+
+TEST(Coord, ATakeoverWaitsOutThePreviousHoldersFence)
+{
+    coord::Mark held{1000, 7, 10000, false}, released{1000, 7, 10000, true}, legacy{1000, 0, 0, false};
+    EXPECT_EQ(coord::takeover_wait_ms(false, {}, false, 3000), 0);        // a new id
+    EXPECT_EQ(coord::takeover_wait_ms(true, held, true, 3000), 0);        // its own mark
+    EXPECT_EQ(coord::takeover_wait_ms(true, released, false, 3000), 0);   // a clean release
+    EXPECT_EQ(coord::takeover_wait_ms(true, held, false, 3000), 8000);    // the previous TTL - margin
+    EXPECT_EQ(coord::takeover_wait_ms(true, legacy, false, 3000), 2000);  // unknown TTL: this node's
+    // Never shorter than the fence the previous holder could still have.
+    for (int64_t ttl = coord::min_lease_ttl_s * 1000; ttl <= coord::max_lease_ttl_s * 1000; ttl += 500) {
+        held.ttl_ms = ttl;
+        EXPECT_GE(coord::takeover_wait_ms(true, held, false, 2000), coord::fence_deadline_ms(0, ttl)) << ttl;
+    }
+}
+
+TEST(Coord, CountersBeyondWhatShardidWroteAreRefused)
+{
+    std::string why;
+    int64_t next = 0;
+    // Written by takes only: the value is the number of writes.
+    ASSERT_TRUE(coord::counter_next(5, 5, 0, -1, 99999, &next, &why));
+    EXPECT_EQ(next, 6);
+    ASSERT_TRUE(coord::counter_next(0, 0, 0, -1, 99999, &next, &why));  // absent
+    EXPECT_EQ(next, 1);
+    // Above this node's floor.
+    ASSERT_TRUE(coord::counter_next(5, 5, 0, 40, 99999, &next, &why));
+    EXPECT_EQ(next, 41);
+    // Raised to a node's floor once (etcd lost its data): the raise explains it.
+    ASSERT_TRUE(coord::counter_next(1003, 4, 1000, -1, 99999, &next, &why));
+    EXPECT_EQ(next, 1004);
+    // Edited by hand: refused, the value unused.
+    EXPECT_FALSE(coord::counter_next(99998, 2, 0, -1, 99999, &next, &why));
+    EXPECT_NE(why.find("99998 after 2 writes"), std::string::npos) << why;
+    EXPECT_FALSE(coord::counter_next(INT64_MAX, 3, 0, -1, 99999, &next, &why));
+    EXPECT_FALSE(coord::counter_next(INT64_MAX, INT64_MAX - 1, 0, -1, INT64_MAX, &next, &why));
+    EXPECT_FALSE(coord::counter_next(5, 5, 100000, -1, 99999, &next, &why));  // a raise beyond the field
+    EXPECT_FALSE(coord::counter_next(-1, 5, 0, -1, 99999, &next, &why));
+    // Nothing left: max + 1, which the caller refuses without writing it.
+    ASSERT_TRUE(coord::counter_next(99999, 99999, 0, -1, 99999, &next, &why));
+    EXPECT_EQ(next, 100000);
+    ASSERT_TRUE(coord::counter_next(INT64_MAX, INT64_MAX, 0, -1, INT64_MAX, &next, &why));
+    EXPECT_EQ(next, INT64_MAX);  // saturated, never wrapped to a negative value
+    ASSERT_TRUE(coord::counter_next(5, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, &next, &why));
+    EXPECT_EQ(next, INT64_MAX);
+}
+
+TEST(Coord, EndpointsWithCredentialsAreRefusedWithoutQuotingThem)
+{
+    std::vector<std::string> e;
+    std::string why;
+    EXPECT_FALSE(coord::parse_endpoints("http://a:1,http://root:s3cret@b:2379", &e, &why));
+    EXPECT_NE(why.find("endpoint 2 has credentials"), std::string::npos) << why;
+    EXPECT_EQ(why.find("s3cret"), std::string::npos) << why;
+    EXPECT_EQ(why.find("root"), std::string::npos) << why;
+    EXPECT_FALSE(coord::parse_endpoints("https://user@b:2379", &e, &why));
 }
