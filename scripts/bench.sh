@@ -79,14 +79,16 @@ WN=$((N * 10))
 echo "## The node state in WAL: shardid.wal_log_mark on and off in the same run ($REPS interleaved rounds of $WN next_trace_id()); on: records written and each ID handed out only once its covering record is flushed (and confirmed by synchronous standbys, when there are any); off: neither"
 for r in $(seq "$REPS"); do
     for mode in on off; do
+        # The whole server's setting (no session may turn it off): a reload.
+        node_setting "$dir" "$port" shardid.wal_log_mark "$mode" >/dev/null
         q -v n="$WN" -v mode="$mode" <<'SQL'
-SET shardid.wal_log_mark = :mode;
 SELECT pg_current_wal_insert_lsn() AS l0, clock_timestamp() AS t0 \gset
 SELECT count(next_trace_id()) FROM generate_series(1, :n) \g /dev/null
 INSERT INTO bench_wal SELECT :'mode', extract(epoch FROM clock_timestamp() - :'t0'), :'l0', pg_current_wal_insert_lsn(), :n;
 SQL
     done
 done
+node_setting "$dir" "$port" shardid.wal_log_mark DEFAULT >/dev/null
 # The records of each round, read back with pg_walinspect once they are
 # flushed: shardid's own, and all WAL of the server meanwhile for context.
 table <<'SQL'

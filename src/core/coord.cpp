@@ -171,8 +171,9 @@ bool parse_mark(const std::string& text, Mark* out)
 
 bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t ttl_ms, std::string* why)
 {
+    const int64_t lead = max_lead_ms > 0 ? max_lead_ms : 0;
     const int64_t reach =
-        sat_add(sat_add(sat_add(now_ms, max_lead_ms > 0 ? max_lead_ms : 0), ttl_ms > 0 ? ttl_ms : 0), window_span_ms);
+        sat_add(sat_add(sat_add(sat_add(now_ms, lead), lead), ttl_ms > 0 ? ttl_ms : 0), window_span_ms);
     if (end_ms <= reach)
         return true;
     const int64_t ahead = end_ms - now_ms;  // both non-negative: no overflow

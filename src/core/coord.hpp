@@ -140,12 +140,14 @@ bool parse_mark(const std::string& text, Mark* out);
 
 // Whether a mark could have been written by a holder of the id, seen from a
 // node whose wall clock reads now_ms: a window reaches at most its writer's
-// fence (a TTL) and a span beyond the latest tick a generator needed, which
-// runs at most shardid.max_clock_lead ahead of that writer's clock; writers
-// whose clocks lead this node's by more than max_lead_ms are refused too
-// (this node's logical clock could not follow them anyway). False, with
-// how far ahead it lies, for a mark beyond that reach: written by hand, or
-// by a node whose clock runs far ahead.
+// fence (a TTL) and a span beyond the latest tick a generator needed (or
+// the mark it started above), which runs at most shardid.max_clock_lead
+// ahead of that writer's clock; and a writer whose clock leads this node's
+// by more than another max_lead_ms leaves IDs this node could not follow
+// anyway. So the reach is now + 2 max_lead_ms + TTL + span. False, with how
+// far ahead it lies, for a mark beyond it: written by hand, or by a node
+// whose clock runs far ahead. (A mark of this node's own claim is its own
+// write, never checked.)
 bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t ttl_ms, std::string* why);
 
 // How long a new holder of an id waits, after its claim succeeded and

@@ -270,9 +270,14 @@ bool Holder::read_mark()
     coord::Mark mark;
     const bool has = !kvs.empty();
     std::string implausible;
-    if (has && (!coord::parse_mark(kvs[0].value, &mark) ||
-                !coord::mark_plausible(mark.end_ms, wall_clock().now_ms(), max_clock_lead_ms,
-                                       std::max(lease_ttl_ms_, mark.ttl_ms), &implausible))) {
+    const auto confirmed = [&](uint64_t token) {
+        return token != 0 &&
+               std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) != confirmed_tokens_.end();
+    };
+    if (has &&
+        (!coord::parse_mark(kvs[0].value, &mark) ||
+         (!confirmed(mark.token) && !coord::mark_plausible(mark.end_ms, wall_clock().now_ms(), max_clock_lead_ms,
+                                                           std::max(lease_ttl_ms_, mark.ttl_ms), &implausible)))) {
         refused_ = true;
         error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 60) + "\", which " +
                                           (implausible.empty() ? std::string("is not a mark shardid writes")
@@ -294,11 +299,7 @@ bool Holder::read_mark()
     //    and the state only grows. A clone or an older backup holds an older
     //    token; of two copies of one stopped directory, the first to claim
     //    writes its claim's token, so the second finds a token not its own.
-    own_mark_ = false;
-    if (has && mark.token != 0)
-        own_mark_ =
-            std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), mark.token) != confirmed_tokens_.end() ||
-            (mark.released && mark.token == restart_token_);
+    own_mark_ = has && (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));
     const int64_t wait = coord::takeover_wait_ms(has, mark, own_mark_, lease_ttl_ms_);
     if (wait > 0)
         publish_after_ms_ = std::max(publish_after_ms_, claimed_at_ms_ + wait);

@@ -9,8 +9,8 @@ schedule, and prints the summary; its last line is
 Usage: checker.py DIR [--control KIND]   (DIR holds history.jsonl,
 faults.jsonl, run.json and tables.jsonl, every node's tables read back at
 the end); checker.py --self-test checks the checker on planted histories.
-Exit status 0 exactly when there is no anomaly and every contender issued
-every scheme at least MIN_OK times (with --control KIND: exactly when it
+Exit status 0 exactly when there is no anomaly and every contender was
+asked for every scheme at least MIN_OPS times and succeeded at least once (with --control KIND: exactly when it
 found anomalies of KIND, the kind the control exists for).
 
 An operation: {"client", "node", "scheme", "kind", "t0", "t1", "outcome":
@@ -50,7 +50,7 @@ def load(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-MIN_OK = 10  # successful operations each contender must have of each scheme for a verdict
+MIN_OPS = 10  # operations each contender must have had of each scheme for a verdict
 
 
 def judge(ops, tables=()):
@@ -136,9 +136,14 @@ def judge(ops, tables=()):
 
 
 def too_few(ops, nodes, schemes):
-    """(node, scheme, count) of each contender and scheme under MIN_OK successes."""
-    n = collections.Counter((o["node"], o["scheme"]) for o in ops if o["outcome"] == "ok")
-    return [(node, s, n[(node, s)]) for node in nodes for s in schemes if n[(node, s)] < MIN_OK]
+    """What a verdict on the contenders lacks: (node, scheme, operations) of each contender and scheme under
+    MIN_OPS operations, and (node, "any scheme", 0) for a contender that never succeeded (never issued under
+    the contended id at all)."""
+    n = collections.Counter((o["node"], o["scheme"]) for o in ops)
+    few = [(node, s, n[(node, s)]) for node in nodes for s in schemes if n[(node, s)] < MIN_OPS]
+    few += [(node, "any scheme", 0) for node in nodes if not any(o["node"] == node and o["outcome"] == "ok"
+                                                                 for o in ops)]
+    return few
 
 
 def self_test():
@@ -293,7 +298,11 @@ def main():
     contenders = meta.get("contenders", ["n3", "n4"])
     few = too_few(ops, contenders, sorted({o["scheme"] for o in ops}))
     for node, scheme, n in few:
-        print(f"too few operations: {node} {scheme} succeeded {n} times (at least {MIN_OK} wanted)")
+        print(f"too few operations: {node} {scheme}: {n} (at least {MIN_OPS} of each scheme, and one success)")
+    ok_by = collections.Counter((o["node"], o["scheme"]) for o in ops if o["outcome"] == "ok")
+    for node in contenders:
+        print(f"successes of contender {node}: " + ", ".join(f"{s} {ok_by[(node, s)]}"
+                                                            for s in sorted({o["scheme"] for o in ops})))
     if few and control is None:
         valid = False
     total = sum(found.values())

@@ -361,8 +361,8 @@ TEST(Coord, MarksBeyondAHoldersReachAreRefused)
     const int64_t now = 1795609959750, lead = 10000, ttl = 10000;
     EXPECT_TRUE(coord::mark_plausible(0, now, lead, ttl, &why));
     EXPECT_TRUE(coord::mark_plausible(now + ttl, now, lead, ttl, &why));
-    EXPECT_TRUE(coord::mark_plausible(now + lead + ttl + coord::window_span_ms, now, lead, ttl, &why));
-    EXPECT_FALSE(coord::mark_plausible(now + lead + ttl + coord::window_span_ms + 1, now, lead, ttl, &why));
+    EXPECT_TRUE(coord::mark_plausible(now + 2 * lead + ttl + coord::window_span_ms, now, lead, ttl, &why));
+    EXPECT_FALSE(coord::mark_plausible(now + 2 * lead + ttl + coord::window_span_ms + 1, now, lead, ttl, &why));
     EXPECT_FALSE(coord::mark_plausible(4102444800000, now, lead, ttl, &why));  // the year 2100
     EXPECT_NE(why.find("ahead of this node's clock"), std::string::npos) << why;
     EXPECT_FALSE(coord::mark_plausible(INT64_MAX, now, lead, ttl, &why));
