@@ -52,7 +52,11 @@ LayoutMark mark_of(const Slot& slot, uint64_t word)
 // handed out only once that is flushed and confirmed (confirm_covered()).
 XLogRecPtr persist(const NodeState& st)
 {
-    const XLogRecPtr end = wal_logging() ? wal_log_state(st) : InvalidXLogRecPtr;
+    // The release token is this data directory's own (a standby's is its
+    // own, from its own clean stops): WAL carries 0, which redo ignores.
+    NodeState logged = st;
+    logged.release_token = 0;
+    const XLogRecPtr end = wal_logging() ? wal_log_state(logged) : InvalidXLogRecPtr;
     state_file_write(st);
     return end;
 }

@@ -132,11 +132,11 @@ void node_setting(const std::string& name, const std::string& value)
     pqxx::nontransaction t(c);
     t.exec("LOAD 'shardid'");  // its settings are known without preloading too
     t.exec(value.empty() ? "ALTER SYSTEM RESET " + name : "ALTER SYSTEM SET " + name + " = '" + value + "'");
-    const std::string asked = t.exec1("SELECT clock_timestamp()::text")[0].as<std::string>();
+    const std::string asked = t.exec("SELECT clock_timestamp()::text")[0][0].as<std::string>();
     t.exec("SELECT pg_reload_conf()");
     for (int i = 0; i < 100; i++) {
         pqxx::connection n(dsn);
-        if (pqxx::nontransaction(n).exec1("SELECT pg_conf_load_time() >= '" + asked + "'")[0].as<bool>())
+        if (pqxx::nontransaction(n).exec("SELECT pg_conf_load_time() >= '" + asked + "'")[0][0].as<bool>())
             return;
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
