@@ -32,6 +32,7 @@
 extern "C" {
 #include "miscadmin.h"
 #include "utils/guc.h"
+#include "utils/guc_tables.h"
 }
 
 namespace shardid::pg {
@@ -231,6 +232,24 @@ const char* refused_hint()
                  "start a new session.";
 }
 
+// Whether someone configured the setting `name` (a placeholder's value
+// too): a placeholder whose line was removed from the configuration and
+// reloaded keeps an empty value of the default source (PostgreSQL 16 on),
+// which nobody configured.
+bool configured(const char* name)
+{
+#if PG_VERSION_NUM >= 160000
+    const config_generic* g = find_option(name, false, true, DEBUG5);
+    return g != nullptr && g->source > PGC_S_DEFAULT;
+#else
+    config_generic** vars = get_guc_variables();
+    for (int i = 0, n = GetNumConfigOptions(); i < n; i++)
+        if (pg_strcasecmp(vars[i]->name, name) == 0)
+            return vars[i]->source > PGC_S_DEFAULT;
+    return false;
+#endif
+}
+
 void define_settings()
 {
     for (const Setting& s : settings) {
@@ -238,7 +257,7 @@ void define_settings()
             // Loaded later: the node takes its id from shardid.node_id (no
             // worker to claim one), so a node told to take it from elsewhere
             // must not issue under shardid.node_id instead.
-            const char* given = GetConfigOption(s.name, true, false);
+            const char* given = configured(s.name) ? GetConfigOption(s.name, true, false) : nullptr;
             if (s.kind == Kind::enumeration && given != nullptr && !is_boot_option(s, given))
                 refuse(s.name, given, " (takes effect only with shared_preload_libraries = 'shardid')");
             continue;
@@ -249,7 +268,7 @@ void define_settings()
         // A default nobody chose is not trusted (see refused_settings()).
         // (Copied with pstrdup: PostgreSQL may raise in between, and no C++
         // object with a destructor may be alive then.)
-        const char* placeholder = GetConfigOption(s.name, true, false);
+        const char* placeholder = configured(s.name) ? GetConfigOption(s.name, true, false) : nullptr;
         const char* given = placeholder ? pstrdup(placeholder) : nullptr;
         const char* desc = short_desc(s);
         switch (s.kind) {

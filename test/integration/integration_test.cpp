@@ -157,13 +157,27 @@ void test_clock_step_back_while_sessions_run()
     // The clock steps back while four sessions generate: each takes the
     // reload at its next statement, so for a while some read the normal
     // clock and some the stepped one. No collision between them.
-    std::thread step([] {
-        std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        node_setting("shardid.clock_offset_ms", "-60000");
+    std::string step_failed;
+    std::thread step([&step_failed] {
+        try {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            node_setting("shardid.clock_offset_ms", "-60000");
+        } catch (const Failure& f) {
+            step_failed = f.what;
+        } catch (const std::exception& e) {
+            step_failed = e.what();
+        }
     });
-    auto ids = in_parallel(4, [](pqxx::connection& c) { return generate(c, "next_trace_id()", 50, 1000); });
+    std::vector<std::vector<int64_t>> ids;
+    try {
+        ids = in_parallel(4, [](pqxx::connection& c) { return generate(c, "next_trace_id()", 50, 1000); });
+    } catch (...) {
+        step.join();
+        throw;
+    }
     step.join();
     node_setting("shardid.clock_offset_ms", "");
+    check(step_failed.empty(), "stepping the clock back failed: " + step_failed);
     for (auto& v : ids)
         check(strictly_increasing(v), "IDs did not increase within a connection");
     check(duplicates(ids) == 0, "duplicates between sessions of the normal and the stepped-back clock");
