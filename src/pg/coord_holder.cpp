@@ -199,42 +199,55 @@ void Holder::claim()
         claimed_ = last_id_ = id;
         ereport(LOG, (errmsg("shardid coordinator: claimed node id %d with lease %s", id, lease_.c_str())));
     }
-    refused_ = waiting_ = false;
-    if (!read_mark())
-        return;
-    // Every slot continues above the previous holder's mark, before any ID
-    // is issued under the claim. Not when the mark is this node's own: its
-    // slots are above it already, and a layout with long ticks (a minute)
-    // would otherwise wait for its next tick after a lease lost and won back,
-    // or after every restart.
-    if (!own_mark_) {
-        raise_claim_floor(floor_ms_);
-        claim_raised_ = true;
-    }
-    recorded_ms_ = floor_ms_;
-    const int64_t end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1,
-                                             floor_ms_, recorded_ms_);
-    // The window carries this claim's token: from here on the mark names
-    // this claim (a second copy of this data directory no longer finds the
-    // release token it holds).
-    if (!record_window(claimed_, end, claim_token_))
-        return;
-    ended(Condition::refused);
-    recorded_ms_ = end;
-    seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
-    // The previous holder did not release the id cleanly: it may still be
-    // issuing until its fence, however early etcd removed its key. No ID
-    // before then (coord::takeover_wait_ms()).
-    if (fence_clock_ms() < publish_after_ms_) {
-        if (!taking_over_)
+    int64_t end = recorded_ms_;
+    if (!taking_over_) {
+        refused_ = waiting_ = false;
+        if (!read_mark())
+            return;
+        // Every slot continues above the previous holder's mark, before any
+        // ID is issued under the claim. Not when the mark is this node's
+        // own: its slots are above it already, and a layout with long ticks
+        // (a minute) would otherwise wait for its next tick after a lease
+        // lost and won back, or after every restart.
+        if (!own_mark_) {
+            raise_claim_floor(floor_ms_);
+            claim_raised_ = true;
+        }
+        recorded_ms_ = floor_ms_;
+        end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1, floor_ms_,
+                                   recorded_ms_);
+        // The window carries this claim's token: from here on the mark
+        // names this claim (a second copy of this data directory no longer
+        // finds the release token it holds).
+        if (!record_window(claimed_, end, claim_token_))
+            return;
+        ended(Condition::refused);
+        recorded_ms_ = end;
+        seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
+        // The previous holder did not release the id cleanly: it may still
+        // be issuing until its fence, however early etcd removed its key.
+        // No ID before then (coord::takeover_wait_ms()).
+        if (fence_clock_ms() < publish_after_ms_) {
             ereport(LOG, (errmsg("shardid coordinator: node id %d was not released cleanly by its previous holder: "
                                  "waiting %.1f s for its fence before the first ID",
                                  claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
-        taking_over_ = true;
-        return;
+            taking_over_ = true;
+            return;
+        }
+    } else {
+        // Waiting: the mark is not read again (it is this claim's window now,
+        // and a window above it each round would run ahead of the clock);
+        // once the wait is over, the window moves on above the same floor.
+        if (fence_clock_ms() < publish_after_ms_)
+            return;
+        end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1, floor_ms_,
+                                   recorded_ms_);
+        if (!record_window(claimed_, end, claim_token_))
+            return;
+        recorded_ms_ = end;
+        seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
+        taking_over_ = false;
     }
-    taking_over_ = false;
-    seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
     CoordShared& c = coord_shared();
     c.floor_ms.store(floor_ms_);
     c.window_end_ms.store(end, std::memory_order_release);
