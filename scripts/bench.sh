@@ -250,17 +250,31 @@ qe -c "SELECT next_snowflake_id()" >/dev/null
 t_id=$(date +%s%N)
 echo "## Node ids from etcd (shardid.node_id_source = etcd, default lease TTL 10 s; etcd $(etcd --version | awk '/etcd Version/ {print $3}') on this machine)"
 echo "  server start to first ID: $(( (t_id - t0) / 1000000 )) ms (pg_ctl start -w: $(( (t_up - t0) / 1000000 )) ms; then the claim and the first mark)"
-# Per-ID cost, etcd and settings, in interleaved rounds of the same statement.
-for r in $(seq "$REPS"); do
-    for side in setting etcd; do
-        f=q; [ $side = etcd ] && f=qe
-        $f -c "SELECT '$side', extract(epoch FROM clock_timestamp() - t0) * 1e9 / $N
-               FROM (SELECT clock_timestamp() AS t0) t, LATERAL (SELECT count(next_trace_id()) FROM generate_series(1, $N)) g"
-    done
-done >"$edir/cost"
-awk -F'|' '{ v[$1] = (v[$1] == "" || $2 < v[$1]) ? $2 : v[$1] }
-    END { printf "  per ID, next_trace_id(), fastest of %d rounds: setting %.1f ns/row, etcd %.1f ns/row (etcd / setting = %.3f)\n",
-          NR / 2, v["setting"], v["etcd"], v["etcd"] / v["setting"] }' "$edir/cost"
+# Per-ID cost, etcd and settings, in interleaved rounds of the same
+# statement: the node's own id, one explicit shard, and 1,000 shards used
+# round-robin by one session (each claimed in etcd before the rounds: the
+# first ID of a value not held waits for its claim, measured below).
+qe -c "SELECT count(next_snowflake_id(s % 1000)) FROM generate_series(1, 2000) s" >/dev/null
+per_id() {  # LABEL EXPR
+    for r in $(seq "$REPS"); do
+        for side in setting etcd; do
+            f=q; [ $side = etcd ] && f=qe
+            $f -c "SELECT '$side', extract(epoch FROM clock_timestamp() - t0) * 1e9 / $N
+                   FROM (SELECT clock_timestamp() AS t0) t, LATERAL (SELECT count($2) FROM generate_series(1, $N) i) g"
+        done
+    done >"$edir/cost"
+    awk -F'|' -v label="$1" -v reps="$REPS" '{ v[$1] = (v[$1] == "" || $2 < v[$1]) ? $2 : v[$1] }
+        END { printf "  per ID, %s, fastest of %d rounds: setting %.1f ns/row, etcd %.1f ns/row (etcd / setting = %.3f)\n",
+              label, reps, v["setting"], v["etcd"], v["etcd"] / v["setting"] }' "$edir/cost"
+}
+per_id "next_trace_id() (the node's own id)" "next_trace_id()"
+per_id "next_snowflake_id(5) (one explicit shard)" "next_snowflake_id(5)"
+per_id "next_snowflake_id(i % 1000) (1,000 shards round-robin)" "next_snowflake_id(i % 1000)"
+# The first ID of a shard value this node does not hold: one claim in etcd.
+for v in $(seq 1001 1020); do
+    qe -c "SELECT extract(epoch FROM clock_timestamp() - t0) * 1000 FROM (SELECT clock_timestamp() AS t0) t,
+           LATERAL (SELECT next_instagram_id($v)) g"
+done | sort -n | awk '{ a[NR] = $1 } END { printf "  the first ID of a shard value not yet held (one claim in etcd), %d values: median %.1f ms, max %.1f ms\n", NR, a[int((NR + 1) / 2)], a[NR] }'
 # etcd requests at steady state: idle, and while IDs are generated.
 SPAN=$([ $smoke = yes ] && echo 2 || echo 20)
 req() { qe -c "SELECT requests FROM shardid_coordination()"; }

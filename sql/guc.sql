@@ -73,3 +73,18 @@ SELECT name FROM pg_settings WHERE name LIKE 'shardid.etcd%' OR name = 'shardid.
 SELECT * FROM shardid_coordination();
 RESET ROLE;
 DROP ROLE guc_etcd_reader;
+
+-- shardid.shards: the shards this node declares it owns (the whole
+-- server's: set in postgresql.conf); a malformed list is refused as given.
+SET shardid.shards = '0-511';
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY default
+ALTER SYSTEM SET shardid.shards = '5-3';
+ALTER SYSTEM SET shardid.shards = '0-511,x';
+ALTER SYSTEM SET shardid.shards = '0-2147483648';
+\set VERBOSITY terse
+-- Without a coordinator, no shard value is claimed: no claims, no release.
+SELECT count(*) FROM shardid_shard_claims();
+SELECT cause FROM shardid_shard_refusals() ORDER BY cause;
+SELECT shardid_release_shard('snowflake', 5);
+SELECT shardid_release_shard('snowflake', 1024);

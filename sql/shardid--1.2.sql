@@ -739,6 +739,40 @@ COMMENT ON FUNCTION shardid_set_call_number_key(text) IS
     'that every node and database whose shardid.call_number_key differs is refused; NULL clears it (each key then '
     'issues call numbers of its own); returns the key''s fingerprint';
 
+-- Shard value claims (1.2): in etcd mode a node issues IDs with a shard
+-- field value only while it holds that value in etcd (docs/coordination.md,
+-- "Shard values").
+CREATE FUNCTION shardid_shard_claims(OUT layout text, OUT space text, OUT shard bigint, OUT state text,
+                                     OUT node_id boolean, OUT claimed_above timestamptz,
+                                     OUT held_since timestamptz, OUT last_used timestamptz, OUT holder text)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'shardid_shard_claims'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION shardid_shard_claims() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION shardid_shard_claims() TO pg_monitor;
+COMMENT ON FUNCTION shardid_shard_claims() IS
+    'node ids from etcd: every shard field value this node holds, claims or is refused: the layout that first used '
+    'it, its claim space, the shard, the state (claiming, held, held elsewhere, refused, taking over, releasing), '
+    'whether it is the node''s own id, the mark it was claimed above, since when it is held, when an ID last used '
+    'it, and another holder or what is wrong; superusers and pg_monitor';
+CREATE FUNCTION shardid_shard_refusals(OUT cause text, OUT refusals bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'shardid_shard_refusals'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION shardid_shard_refusals() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION shardid_shard_refusals() TO pg_monitor;
+COMMENT ON FUNCTION shardid_shard_refusals() IS
+    'generations refused a shard field value since the server started, by cause: held by another node, keys '
+    'edited by hand, not claimed in time, outside shardid.shards, claim table full; superusers and pg_monitor';
+CREATE FUNCTION shardid_release_shard(layout text, shard integer) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'shardid_release_shard'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE ALL ON FUNCTION shardid_release_shard(text, integer) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_release_shard(text, integer) IS
+    'superusers, node ids from etcd: gives the shard of the layout back in etcd now, recording the last tick issued '
+    'with it, so that another node can claim it and issue above it (a shard move); false when this node does not '
+    'hold it';
+
 -- Moving a logical shard to this node: every later ID of the layout sorts
 -- above the shard's highest ID (superusers; bounded by shardid.max_clock_lead).
 CREATE FUNCTION shardid_advance_past(layout text, id bigint) RETURNS interval

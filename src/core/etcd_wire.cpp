@@ -195,7 +195,9 @@ std::string encode_txn(const std::vector<Compare>& compare, const std::vector<Op
     auto ops = [](const std::vector<Op>& list) {
         json a = json::array();
         for (const Op& op : list) {
-            if (op.put) {
+            if (op.del) {
+                a.push_back({{"request_delete_range", {{"key", base64_encode(op.key)}}}});
+            } else if (op.put) {
                 json p = {{"key", base64_encode(op.key)}, {"value", base64_encode(op.value)}};
                 if (!op.lease.empty())
                     p["lease"] = op.lease;

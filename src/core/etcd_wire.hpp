@@ -51,10 +51,12 @@ struct Compare {
     int64_t revision = 0;  // create, mod
     std::string lease;     // lease ("0": the key has no lease, or is absent)
 };
-// One request of a transaction: a put (lease "" for none) or a range of one key.
+// One request of a transaction: a put (lease "" for none), a range of one
+// key, or (del) the deletion of one key.
 struct Op {
     bool put;
     std::string key, value, lease;
+    bool del = false;
 };
 
 // Request bodies.

@@ -23,6 +23,7 @@ enum class Error : uint8_t {
     out_of_memory,        // std::bad_alloc                         -> 53200
     interrupted,          // a wait given up for a pending interrupt (the glue serves it)
     not_claimed,          // no valid claim of the node id from etcd -> 55000 (after the glue waited)
+    limit_exceeded,       // a bounded node-wide table is full       -> 53400
     internal,             // a bug or an unexpected C++ exception   -> XX000
 };
 

@@ -14,6 +14,7 @@ extern "C" {
 #include "core/schemes.hpp"
 #include "pg/node_source.hpp"
 #include "pg/settings.hpp"
+#include "pg/shard_claims.hpp"
 #include "pg/shared.hpp"
 #include "pg/wait_event.hpp"
 
@@ -69,6 +70,7 @@ void wait_for_worker(TimestampTz since, const char* message, const char* detail,
 {
     if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
         ConditionVariableCancelSleep();
+        count_claim_refusal();
         char err[512];
         last_error(err, sizeof err);
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", message),
@@ -113,6 +115,15 @@ public:
         return true;
     }
 
+    bool hold_value(SlotState* slot, const Layout& layout, uint64_t value, bool given, SourceTicket* ticket,
+                    Status* status) const override
+    {
+        if (given && !declared_shard(value, status))
+            return false;
+        ticket->unit_ms = layout.unit_ms;
+        return hold_claim(slot, layout, value, !given, &ticket->claim, &ticket->claim_generation, status);
+    }
+
     bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
     {
         if (!check_shard(fit, ticket.id, "the node id claimed from etcd", status)) {
@@ -150,6 +161,13 @@ public:
                                  "in time.")
                     .with_hint("%s", see_coordination);
             return false;
+        }
+        // The shard field's value is still held (the fence above orders
+        // it as the claim's generation).
+        if (ticket.claim >= 0) {
+            const int64_t used = ticket.unit_ms <= 1000 ? tick_ms : wall_clock().now_ms();
+            if (!confirm_claim(ticket.claim, ticket.claim_generation, used, status))
+                return false;
         }
         return true;
     }

@@ -32,6 +32,8 @@ std::string iso_now()
     return buf;
 }
 
+}  // namespace
+
 coord::Holder this_node()
 {
     coord::Holder me;
@@ -44,7 +46,6 @@ coord::Holder this_node()
     return me;
 }
 
-// A token for a claim or a release: random, never 0.
 uint64_t new_token()
 {
     uint64_t t = 0;
@@ -53,8 +54,6 @@ uint64_t new_token()
             t = uint64_t(fence_clock_ms()) * 0x9e3779b97f4a7c15ull ^ uint64_t(getpid());
     return t & uint64_t(INT64_MAX);  // kept in the node state as a non-negative int64
 }
-
-}  // namespace
 
 void Holder::lose_claim(const std::string& why)
 {
@@ -68,6 +67,7 @@ void Holder::lose_claim(const std::string& why)
     held_ = claimed_ = -1;
     counters_raised_ = false;
     taking_over_ = false;
+    lose_values();
 }
 
 // Grants or renews the lease; false when there is no live one.
@@ -418,6 +418,8 @@ void Holder::step()
         renew_window();
         if (held_ >= 0 && !counters_raised_)
             counters_raised_ = raise_counters();
+        if (held_ >= 0)
+            serve_values();
     }
 }
 

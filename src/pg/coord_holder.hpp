@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <cstddef>
 #include <vector>
 #include <string>
 
@@ -21,6 +22,11 @@ namespace shardid::pg {
 enum class Condition { unreachable, unauthorized, refused, corrupt_key, count };
 
 struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord_holder.cpp)
+
+// This node as a holder describes itself in its keys.
+coord::Holder this_node();
+// A token for a claim or a release: random, never 0.
+uint64_t new_token();
 
 class Holder {
 public:
@@ -45,6 +51,19 @@ private:
     bool raise_counters();
     void lose_claim(const std::string& why);
     void release();
+    // Shard values (src/pg/coord_values.cpp): claim those generators want,
+    // publish them, give back idle ones and those asked for, and forget
+    // them all when the node id is lost.
+    void serve_values();
+    void claim_shard(int index);
+    bool release_shard(int index);
+    void lose_values();
+    struct ValueWork {
+        int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again
+        int64_t not_before_ms = 0;     // fence clock: released by hand, not claimed again before
+        int64_t publish_after_ms = 0;  // fence clock: taking over, no ID before
+    };
+    std::vector<ValueWork> values_;
 
     // Reporting (src/pg/coord_worker.cpp): a failed request or refusal,
     // and the end of a condition; the state shardid_coordination() shows.

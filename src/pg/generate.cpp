@@ -11,6 +11,7 @@ extern "C" {
 #include "pg/guard.hpp"
 #include "pg/node_source.hpp"
 #include "pg/settings.hpp"
+#include "pg/shard_claims.hpp"
 #include "pg/shmem.hpp"
 #include "pg/wait_event.hpp"
 #include "pg/wal.hpp"
@@ -54,6 +55,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
         uint64_t id = 0, word = 0;
         SourceTicket ticket;
         int64_t tick_ms = 0;
+        clear_claim_refusal();
         const bool ok = guarded(status, [&] {
             uint64_t field = 0;
             if (!source.hold(&ticket, &status))
@@ -65,6 +67,11 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
             } else if (from_node && !source.node_id(fit, ticket, &field, &status)) {
                 return false;
             }
+            // The value written into the shard field is this node's to
+            // write: declared (shardid.shards), and with etcd held.
+            if ((shard_given || from_node) &&
+                !source.hold_value(slot_cache, layout, field, shard_given, &ticket, &status))
+                return false;
             if (outer.fit) {
                 *outer.shard = field;
                 field = 0;
@@ -90,8 +97,10 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
             source.wait(waiting_since, status);
             continue;
         }
-        if (status.error != Error::interrupted)
+        if (status.error != Error::interrupted) {
+            count_claim_refusal();
             raise(status);
+        }
         // A wait for the next tick was given up for an interrupt: serve it
         // here, outside C++ scope (cancel and terminate do not return), then
         // try again.

@@ -18,6 +18,7 @@ static int sqlstate_of(Error error)
     case Error::interrupted:
         return ERRCODE_QUERY_CANCELED;  // only if an interrupt was pending but raised nothing itself
     case Error::out_of_memory: return ERRCODE_OUT_OF_MEMORY;
+    case Error::limit_exceeded: return ERRCODE_CONFIGURATION_LIMIT_EXCEEDED;
     case Error::none:
     case Error::internal: break;
     }

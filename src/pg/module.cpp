@@ -4,6 +4,7 @@
 
 #include "pg/coord_worker.hpp"
 #include "pg/settings.hpp"
+#include "pg/shard_claims.hpp"
 #include "pg/shmem.hpp"
 #include "pg/wal.hpp"
 
@@ -17,6 +18,7 @@ void _PG_init(void)
     using namespace shardid::pg;
     define_settings();
     shmem_init();
+    shard_claims_init();
     wal_init();
     coord_register_worker();
 }

@@ -4,6 +4,7 @@
 #include "core/schemes.hpp"
 #include "pg/guard.hpp"
 #include "pg/settings.hpp"
+#include "pg/shard_claims.hpp"
 
 namespace shardid::pg {
 
@@ -39,6 +40,11 @@ public:
         return true;
     }
 
+    bool hold_value(SlotState*, const Layout&, uint64_t value, bool given, SourceTicket*, Status* status) const override
+    {
+        return !given || declared_shard(value, status);
+    }
+
     // A setting never changes under an ID: nothing to confirm, nothing to
     // wait for (hold() never fails).
     bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
@@ -66,6 +72,11 @@ public:
         *status = refusal();
         return false;
     }
+    bool hold_value(SlotState*, const Layout&, uint64_t, bool, SourceTicket*, Status* status) const override
+    {
+        *status = refusal();
+        return false;
+    }
     bool confirm(SourceTicket, int64_t, Status* status) const override
     {
         *status = refusal();
@@ -89,6 +100,21 @@ private:
 const RefusedSource refused_source;
 
 }  // namespace
+
+bool declared_shard(uint64_t shard, Status* status)
+{
+    if (shard_declared(int64_t(shard)))
+        return true;
+    note_claim_refusal(ClaimRefusal::outside_shards);
+    *status =
+        Status::fail(Error::not_configured, "shard %llu is not one of this node's shards", (unsigned long long)shard)
+            .with_detail("shardid.shards = '%s' lists the shards this node owns; an ID with another shard "
+                         "could equal one that shard's owner issues.",
+                         shards_setting)
+            .with_hint("Write this shard's rows on the node that owns it, or add the shard to shardid.shards "
+                       "in postgresql.conf and reload.");
+    return false;
+}
 
 const NodeIdSource& node_id_source()
 {

@@ -25,6 +25,11 @@ namespace shardid::pg {
 struct SourceTicket {
     uint64_t generation = 0;
     int64_t id = -1;
+    // The shard field value's claim (etcd: its entry, -1: none, and
+    // generation), and the layout's tick length.
+    int claim = -1;
+    uint64_t claim_generation = 0;
+    int64_t unit_ms = 1;
 };
 
 class NodeIdSource {
@@ -41,6 +46,14 @@ public:
     // The ticket's node id as the shard/node field of `fit`, or a failure:
     // 55000 when unset, 22003 when it does not fit. Never ereports.
     virtual bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const = 0;
+    // May this node write `value` into the shard field of an ID of `layout`
+    // (whose node-wide slot is `slot`)? `given`: an explicit shard (else the
+    // node's id). shardid.shards must admit an explicit shard; with etcd,
+    // the node must hold the value in the layout's claim space
+    // (src/core/shard_claim.hpp): otherwise Error::not_claimed (it is being
+    // claimed: wait() and ask again). Never ereports.
+    virtual bool hold_value(SlotState* slot, const Layout& layout, uint64_t value, bool given, SourceTicket* ticket,
+                            Status* status) const = 0;
     // After an ID of the tick starting at tick_ms is covered and before it
     // is returned: the ticket still holds (the claim is unchanged, its fence
     // not passed, the tick inside its window). Otherwise Error::not_claimed:
@@ -64,6 +77,9 @@ public:
 protected:
     ~NodeIdSource() = default;
 };
+
+// shardid.shards admits `shard`; otherwise a failure (55000), counted.
+bool declared_shard(uint64_t shard, Status* status);
 
 // The source shardid.node_id_source names.
 const NodeIdSource& node_id_source();

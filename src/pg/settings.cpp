@@ -23,6 +23,7 @@
 #include "core/coord.hpp"
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
+#include "core/shard_claim.hpp"
 #include "core/text.hpp"
 #include "core/uuidv7.hpp"
 #include "pg/etcd_settings.hpp"
@@ -60,6 +61,9 @@ int etcd_node_id_max = 1023;
 char* etcd_node_id_min_text = nullptr;
 char* etcd_node_id_max_text = nullptr;
 int etcd_wait_ms = 10000;
+int max_shard_claims = 10000;
+int shard_idle_release_s = 60;
+char* shards_setting = nullptr;
 
 namespace {
 
@@ -80,6 +84,24 @@ bool check_node_id(int*, void**, GucSource source)
             "shardid.node_id cannot be set per session, role or database when shardid.node_id_source is etcd");
         GUC_check_errdetail("The node id is claimed from etcd for the whole node at server start.");
         GUC_check_errhint("Set it in postgresql.conf (-1 claims the lowest free id) and restart the server.");
+        return false;
+    }
+    return true;
+}
+
+// shardid.shards: checked as given, and kept parsed for generators (a
+// shard is at most an int4).
+std::vector<coord::ShardRange> declared_shards;
+std::string declared_text;
+
+bool check_shards(char** value, void**, GucSource)
+{
+    std::vector<coord::ShardRange> set;
+    std::string why;
+    if (!coord::parse_shard_set(*value ? *value : "", INT32_MAX, &set, &why)) {
+        GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
+        GUC_check_errdetail("%s.", why.c_str());
+        GUC_check_errhint("List shards and ranges of shards separated by commas, such as '0-511,1024'.");
         return false;
     }
     return true;
@@ -151,6 +173,20 @@ const Setting settings[] = {
      "How long a generator waits for a claim or a counter from etcd.",
      "After it, generation fails with SQLSTATE 55000.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,
      GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+    {"shardid.max_shard_claims", Kind::integer, &max_shard_claims,
+     "How many shard field values this node may hold in etcd at once.",
+     "Each value a generator writes into an ID's shard field (the node id, or an explicit shard) is claimed in etcd "
+     "and held while used; past this many, generation fails with SQLSTATE 53400.",
+     10000, 16, 100000, nullptr, nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.shard_idle_release", Kind::integer, &shard_idle_release_s,
+     "How long a shard value held in etcd may go without an ID before this node gives it back.",
+     "Another node can then claim it; this node's own node id is kept while the node id is.", 60, 1, 86400, nullptr,
+     nullptr, PGC_SIGHUP, GUC_UNIT_S | coord_flags, nullptr, nullptr, false},
+    {"shardid.shards", Kind::string, &shards_setting,
+     "The shards this node declares it owns, such as '0-511,1024' (empty: any).",
+     "A generator given an explicit shard outside them fails with SQLSTATE 55000. With node ids from settings this is "
+     "the operator's word; in etcd mode each shard is also claimed.",
+     0, 0, 0, "", nullptr, PGC_SIGHUP, 0, nullptr, check_shards, false},
     {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
      "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags,
      nullptr, nullptr, true},
@@ -221,6 +257,22 @@ bool is_boot_option(const Setting& s, const char* given)
 }  // namespace
 
 const char* refused_settings() { return refused.c_str(); }
+
+bool shard_declared(int64_t shard)
+{
+    const char* text = shards_setting ? shards_setting : "";
+    if (text[0] == '\0')
+        return true;
+    if (declared_text != text) {
+        std::string why;
+        std::vector<coord::ShardRange> set;
+        if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
+            return false;  // checked when set: never reached
+        declared_shards.swap(set);
+        declared_text = text;
+    }
+    return coord::shard_set_contains(declared_shards, shard);
+}
 
 const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str(); }
 

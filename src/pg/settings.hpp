@@ -41,6 +41,12 @@ extern char* etcd_key;
 extern int etcd_node_id_min;
 extern int etcd_node_id_max;
 extern int etcd_wait_ms;
+// Shard value claims (src/pg/shard_claims.hpp).
+extern int max_shard_claims;      // shardid.max_shard_claims: values held at once (server start)
+extern int shard_idle_release_s;  // shardid.shard_idle_release: a value without an ID this long is given back
+extern char* shards_setting;      // shardid.shards: the shards this node declares it owns ("" : any)
+// Whether shardid.shards admits `shard` (always when it is empty).
+bool shard_declared(int64_t shard);
 
 // Called from _PG_init: defines every setting. Those that take effect at
 // server start only when preloading (PostgreSQL refuses PGC_POSTMASTER

@@ -42,6 +42,20 @@ extern "C" {
 
 namespace shardid::pg {
 
+// Why a generation was refused a shard value (shardid_shard_refusals()).
+enum class ClaimRefusal : int {
+    held_elsewhere,
+    edited_by_hand,
+    not_claimed_in_time,
+    outside_shards,
+    table_full,
+    count
+};
+constexpr const char* claim_refusal_names[] = {"held by another node", "keys edited by hand", "not claimed in time",
+                                               "outside shardid.shards", "claim table full"};
+static_assert(sizeof claim_refusal_names / sizeof *claim_refusal_names == size_t(ClaimRefusal::count),
+              "a name for every cause");
+
 struct Slot {
     SlotState state;  // first, so it keeps the slot's 64-byte alignment
     Shape shape;
@@ -91,6 +105,8 @@ struct Shared {
     // exit (src/pg/persist.cpp); never replayed from WAL.
     std::atomic<int64_t> release_token;
     int64_t release_token_at_start;
+    // Generations refused a shard value, by cause (src/pg/shard_claims.hpp).
+    std::atomic<uint64_t> claim_refusals[int(ClaimRefusal::count)];
     LWLock state_lock;  // see the locking rules above
     CoordShared coord;  // the node id claimed from etcd (src/pg/coord_shared.hpp)
     Slot slots[max_slots];

@@ -184,7 +184,8 @@ takeover() {  # HOLDER NEWNODE PORT DELETE_MARK FAKETIME [CONFIG LINE...]
         -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 50000)"
     old_max=$(q "$old" -c "SELECT max(id) FROM t")
     kill9 "$old"
-    [ "$del" = yes ] && ectl del "$PREFIX/mark/$id" >/dev/null
+    # (Both marks: the node id's, and its shard value's in each layout.)
+    [ "$del" = yes ] && ectl del "$PREFIX/mark/$id" >/dev/null && ectl del --prefix "$PREFIX/shardmark/" >/dev/null
     node_up "$new" "$port" "$fake" "shardid.node_id = $id" "shardid.max_clock_lead = 120s" "$@" || return 1
     wait_state "$new" held 15 || return 1
     new_clock=$(q "$new" -c "SELECT round(extract(epoch FROM clock_timestamp() - now_real))::int

@@ -16,14 +16,18 @@ found anomalies of KIND, the kind the control exists for).
 An operation: {"client", "node", "scheme", "kind", "t0", "t1", "outcome":
 "ok"|"fail"|"unknown", "value", "nid", "error"}; t0/t1 monotonic seconds,
 `nid` the node id the value carries (for DecimalIds the generator id, for
-call numbers the run id).
+call numbers the run id; for an explicit shard, "<scheme>/shard", the
+shard). A scheme's explicit shards share its values: duplicates and order
+are judged per scheme family and shard field value, whoever wrote it.
 
   duplicates        a value returned twice for one scheme, on any nodes
-  order violations  one node id, one serving node: A completed before B was
+  order violations  one shard field value (a node id, or an explicit
+                    shard), one serving node: A completed before B was
                     invoked, yet A's value >= B's (time-ordered schemes)
   below a previous holder
-                    the same across two serving nodes of one node id: an ID
-                    at or below one another holder had returned before
+                    the same across two serving nodes of one shard field
+                    value: an ID at or below one another holder had
+                    returned before
   shared counters   a DecimalId generator id or a call-number run id in
                     values returned by two nodes
   key violations    an INSERT refused by its primary key (23505): a
@@ -53,6 +57,11 @@ def load(path):
 MIN_OPS = 10  # operations each contender must have had of each scheme for a verdict
 
 
+def family(scheme):
+    """The scheme whose values an operation's are: "snowflake/shard" writes snowflake IDs."""
+    return scheme.split("/")[0]
+
+
 def judge(ops, tables=()):
     found = collections.Counter()
     examples = collections.defaultdict(list)
@@ -66,9 +75,9 @@ def judge(ops, tables=()):
     by_scheme = collections.defaultdict(collections.Counter)
     returned = collections.Counter()
     for o in ok:
-        by_scheme[o["scheme"]][str(o["value"])] += 1
+        by_scheme[family(o["scheme"])][str(o["value"])] += 1
         if o.get("kind") == "insert":
-            returned[(o["node"], o["scheme"], str(o["value"]))] += 1
+            returned[(o["node"], family(o["scheme"]), str(o["value"]))] += 1
     # A row no successful INSERT of its node returned: committed by one
     # whose answer was lost. It counts like a returned value.
     for row in tables:
@@ -86,8 +95,8 @@ def judge(ops, tables=()):
     # adding those that completed before it, highest value per serving node.
     groups = collections.defaultdict(list)
     for o in ok:
-        if o["scheme"] in ORDERED and o["nid"] is not None:
-            groups[(o["scheme"], o["nid"])].append(o)
+        if family(o["scheme"]) in ORDERED and o["nid"] is not None:
+            groups[(family(o["scheme"]), o["nid"])].append(o)
     for (scheme, nid), group in groups.items():
         by_end = sorted(group, key=lambda o: o["t1"])
         highest = {}
@@ -163,6 +172,11 @@ def self_test():
         ("a returned duplicate", clean + [op("n1", "snowflake", 20, 6.0, 6.1, nid=None, kind="select")], [], {"duplicates": 1}),
         ("below a previous holder", clean + [op("n3", "snowflake", 35, 6.0, 6.1)], [], {"below a previous holder": 1}),
         ("order on one node", clean + [op("n4", "snowflake", 35, 6.0, 6.1)], [], {"order violations": 1}),
+        ("below a previous holder of an explicit shard",
+         [op("n1", "snowflake/shard", 100, 0.0, 0.1, nid=900), op("n2", "snowflake/shard", 90, 1.0, 1.1, nid=900)],
+         [], {"below a previous holder": 1}),
+        ("an explicit shard's ID equal to a node id's", clean + [op("n1", "snowflake/shard", 30, 9.0, 9.1)], [],
+         {"duplicates": 1, "below a previous holder": 1}),
         ("a shared counter", [op("n1", "decimal", 1, 0, 0.1, nid=3), op("n2", "decimal", 2, 0, 0.1, nid=3)], [],
          {"shared counters": 1}),
     ]
@@ -296,7 +310,10 @@ def main():
     else:
         print(f"rows read back from the nodes' tables: {len(tables)}")
     contenders = meta.get("contenders", ["n3", "n4"])
-    few = too_few(ops, contenders, sorted({o["scheme"] for o in ops}))
+    schemes = sorted({o["scheme"] for o in ops})
+    few = too_few(ops, contenders, [s for s in schemes if "/" not in s])
+    # The nodes that share explicit shards contend for them too.
+    few += too_few(ops, meta.get("shard_contenders", []), [s for s in schemes if "/" in s])
     for node, scheme, n in few:
         print(f"too few operations: {node} {scheme}: {n} (at least {MIN_OPS} of each scheme, and one success)")
     ok_by = collections.Counter((o["node"], o["scheme"]) for o in ops if o["outcome"] == "ok")

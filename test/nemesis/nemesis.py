@@ -6,7 +6,8 @@ The system: four PostgreSQL nodes with node ids from etcd (n1 and n2 with
 hands; n4's clock runs 30 s behind), a three-member etcd, and every link a
 client or a node uses through a TCP proxy of this process that the nemesis
 can cut in one direction or both (client -> node, node -> each etcd member).
-Clients, two per node, call the generators of six schemes in INSERT ...
+Clients, two per node, call the generators of six schemes (and, on n1 and
+n2, explicit shards 900 and 901, which the two swap every 20 s) in INSERT ...
 RETURNING and in SELECT, in autocommit, and record every operation: client,
 node, monotonic invocation and completion times, and its outcome (ok with
 the value and the node id it carries, failed, or unknown).
@@ -189,8 +190,8 @@ class Etcd:
         """The no-mark control: every mark deleted as soon as it is written."""
         eps = ",".join(f"http://127.0.0.1:{p}" for p in self.port.values())
         while not stop.is_set():
-            run(["etcdctl", f"--endpoints={eps}", "--command-timeout=1s", "del", "--prefix", "/nemesis/mark/"],
-                timeout=3)
+            for marks in ("/nemesis/mark/", "/nemesis/shardmark/"):
+                run(["etcdctl", f"--endpoints={eps}", "--command-timeout=1s", "del", "--prefix", marks], timeout=3)
             time.sleep(0.1)
 
     def leader(self):
@@ -245,6 +246,7 @@ class Node:
         conf = ["listen_addresses = '127.0.0.1'", f"port = {self.port}", f"unix_socket_directories = '{self.dir}'",
                 "fsync = off", "max_connections = 40", "shared_preload_libraries = 'shardid'",
                 "shardid.launch_id = 1", "shardid.max_clock_lead = 120s", "shardid.call_number_key = 'nemesis'", "shardid.uuidv7_shard_bits = 10",
+                "shardid.shard_idle_release = 1s",
                 "lc_messages = 'C'"] + source
         with open(f"{self.dir}/data/postgresql.conf", "a") as f:
             f.write("\n".join(conf) + "\n")
@@ -348,7 +350,27 @@ OPS = {
                "INSERT INTO t_uuidv7 VALUES (next_uuidv7()) RETURNING id::text, (uuidv7_decode(id, 10)).shard"),
     "minute": ("SELECT id, (id_decode('minute', id)).shard FROM (SELECT next_id('minute') AS id) s",
                "INSERT INTO t_minute VALUES (next_id('minute')) RETURNING id, (id_decode('minute', id)).shard"),
+    # Explicit shards, on SHARD_NODES only: the value recorded is the shard,
+    # and the checker judges each shard value like a node id.
+    "snowflake/shard": (
+        "SELECT id, (snowflake_decode(id)).shard FROM (SELECT next_snowflake_id({shard}) AS id) s",
+        "INSERT INTO t_snowflake VALUES (next_snowflake_id({shard})) RETURNING id, (snowflake_decode(id)).shard"),
+    "minute/shard": (
+        "SELECT id, (id_decode('minute', id)).shard FROM (SELECT next_id('minute', {shard}) AS id) s",
+        "INSERT INTO t_minute VALUES (next_id('minute', {shard})) RETURNING id, (id_decode('minute', id)).shard"),
 }
+# n1 and n2 write explicit shards 900 and 901, and swap them every
+# SHARD_PERIOD_S seconds: each value idles out on one node (after
+# shardid.shard_idle_release, 1 s here) and the other claims it, above the
+# first one's IDs; around each swap the two ask for one value at once.
+SHARD_NODES = ("n1", "n2")
+SHARD_PERIOD_S = 20
+SHARD_VALUES = (900, 901)
+
+
+def shard_now(node):
+    phase = int(time.time() / SHARD_PERIOD_S) % 2
+    return SHARD_VALUES[phase if node == SHARD_NODES[0] else 1 - phase]
 # One call-number key on every node, as docs/coordination.md requires for
 # call numbers unique across nodes (the run ids alone do not make them so).
 SETUP_SQL = """
@@ -405,7 +427,7 @@ class Client(threading.Thread):
 
     def run(self):
         while not self.stop.is_set():
-            scheme = self.rng.choice(sorted(OPS))
+            scheme = self.rng.choice([s for s in sorted(OPS) if "/shard" not in s or self.node in SHARD_NODES])
             kind = self.rng.choice(["select", "insert"])
             t0 = now()
             deadline = t0 + OP_TIMEOUT_S
@@ -416,7 +438,7 @@ class Client(threading.Thread):
                     rec["t0"] = t0 = now()  # the operation starts once connected
                     deadline = t0 + OP_TIMEOUT_S
                 cur = self.conn.cursor()
-                cur.execute(OPS[scheme][kind == "insert"])
+                cur.execute(OPS[scheme][kind == "insert"].replace("{shard}", str(shard_now(self.node))))
                 wait(self.conn, deadline)
                 value, nid = cur.fetchone()
                 rec.update(outcome="ok", value=value, nid=nid)
@@ -672,7 +694,7 @@ def main():
         # unknown may have committed, and a duplicate it holds is judged too.
         with open(os.path.join(out, "tables.jsonl"), "w") as f:
             for name, n in nodes.items():
-                for scheme in OPS:
+                for scheme in [s for s in OPS if "/" not in s]:
                     try:
                         for (value,) in n.sql(f"SELECT id{'::text' if scheme == 'uuidv7' else ''} FROM t_{scheme}"):
                             f.write(json.dumps({"node": name, "scheme": scheme, "value": value}) + "\n")
@@ -682,7 +704,7 @@ def main():
         with open(os.path.join(out, "run.json"), "w") as f:
             json.dump({"seed": args.seed, "seconds": args.seconds, "control": args.control, "start": start,
                        "end": end, "lease_ttl_s": LEASE_TTL_S, "etcd_wait_s": ETCD_WAIT_S,
-                       "contenders": ["n3", "n4"], "clock_lag_s": {n.name: -n.offset_ms / 1000 for n in nodes.values()
+                       "contenders": ["n3", "n4"], "shard_contenders": list(SHARD_NODES), "clock_lag_s": {n.name: -n.offset_ms / 1000 for n in nodes.values()
                                                                    if n.offset_ms < 0}}, f)
     finally:
         for n in nodes.values():

@@ -36,7 +36,7 @@ ROOMS = [
                       "pg/etcd_settings.hpp", "pg/wait_event.hpp"]),
     ("node state", 3, ["pg/state_file.*", "pg/wal.*", "pg/shmem.*", "pg/shared.hpp", "pg/persist.cpp",
                        "pg/coord_shared.hpp"]),
-    ("node-id sources", 4, ["pg/node_source.*", "pg/coord_claim.*"]),
+    ("node-id sources", 4, ["pg/node_source.*", "pg/coord_claim.*", "pg/shard_claims.hpp", "pg/shard_claims.cpp"]),
     ("generation", 5, ["pg/generate.*"]),
     ("layouts", 5, ["pg/layouts.*"]),
     ("SQL functions and processes", 6, ["pg/*"]),

@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# Every shard field value has one owner (docs/coordination.md, "Shard
+# values"): with node ids from etcd a node issues an ID only while it holds
+# the value of its shard field, its own id or an explicit shard, whatever the
+# caller passes. A real etcd, private ports. Prints PASS/FAIL lines; run from
+# the repository root. SHARDS_SECTIONS="1 3" runs some sections only.
+#   1 a node issuing with its own id 0, and another asking for shard 0
+#     explicitly: the second waits, then fails with 55000 naming the first;
+#     0 shared IDs (today: 108,401 of 200,000). Claims, refusals, limits.
+#   2 a value given back when idle, or by shardid_release_shard(): the next
+#     holder (its clock 6 s behind) issues above every ID of the previous one.
+#   3 a restored backup started where its crashed original ran: it takes
+#     the original's values only once the original's lease lapsed, above its
+#     IDs: a one-minute layout with shard 5 and next_instagram_id(5), 0
+#     reissued (today: 2,000 of 2,000 and 49).
+#   4 a handover under load: two nodes take shard 5 from each other every
+#     2 s for 60 s, each issuing as fast as it can: 0 duplicates, 0 IDs
+#     below an ID the other node issued before.
+#   5 node ids from settings: shardid.shards refuses a shard outside it.
+set -u
+. scripts/lib.sh
+. test/coord/lib.sh
+
+coord_setup 56600
+etcd_main 24391 24491
+PREFIX=/sh
+sections=" ${SHARDS_SECTIONS:-1 2 3 4 5} "
+want() { [[ "$sections" == *" $1 "* ]]; }
+
+# --- 1: an explicit shard equal to another node's id -------------------------
+if want 1; then
+    node_up a $((base + 1)) "" "shardid.node_id = 0" || { fail "node a did not start"; exit 1; }
+    node_up b $((base + 2)) "" "shardid.node_id = 1" "shardid.max_shard_claims = 16" || { fail "node b did not start"; exit 1; }
+    wait_state a held 10 && wait_state b held 10 || fail "the nodes did not claim their ids"
+    for n in a b; do q $n -c "CREATE TABLE t (id bigint)"; done
+    q a -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 100000)" &
+    a_load=$!
+    sleep 0.3
+    err=$(q_err b "INSERT INTO t SELECT next_snowflake_id(0) FROM generate_series(1, 100000)")
+    wait $a_load
+    check "a node asking for shard 0 while node id 0 issues with it fails with 55000, naming the holder" \
+        "55000: shard 0 of layout snowflake is held by another node" "$err"
+    q_detail() {
+        psql -X -q -h "${dir_of[$1]}" -p "${port_of[$1]}" -U postgres -d postgres -At -v VERBOSITY=verbose -c "$2" 2>&1 |
+            grep -m1 '^DETAIL'
+    }
+    detail=$(q_detail b "SELECT next_snowflake_id(0)")
+    [[ "$detail" == *"port ${port_of[a]}"*"(node id 0)"* ]] && pass "the error names the holder's host and port and its node id" ||
+        fail "the error does not name the holder: $detail"
+    q a -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 100000)" &
+    a_load=$!
+    q b -c "INSERT INTO t SELECT next_snowflake_id(1) FROM generate_series(1, 100000)"
+    wait $a_load
+    q b -c "COPY t TO STDOUT" | q a -c "COPY t FROM STDIN"
+    check "node a's own id and node b's shard 1 at once: 300,000 IDs, 0 shared" "300000 300000" \
+        "$(q a -c "SELECT count(*) || ' ' || count(DISTINCT id) FROM t")"
+    check "node a holds value 0 of snowflake's space as its node id" "snowflake|0|held|t" \
+        "$(q a -c "SELECT layout, shard, state, node_id FROM shardid_shard_claims() WHERE shard = 0")"
+    check "node b shows shard 0 as held elsewhere, naming node a" "held elsewhere|t" \
+        "$(q b -c "SELECT state, holder LIKE '%port ${port_of[a]}%' FROM shardid_shard_claims() WHERE shard = 0")"
+    check "node b counted the refusal by its cause" "t" \
+        "$(q b -c "SELECT refusals >= 2 FROM shardid_shard_refusals() WHERE cause = 'held by another node'")"
+    # Another claim space: Instagram's shard 0 is not snowflake's.
+    check "shard 0 of another layout shape is another value: node b takes it" "1000" \
+        "$(q b -c "SELECT count(DISTINCT next_instagram_id(0)) FROM generate_series(1, 1000)")"
+    check "the claim table is bounded (shardid.max_shard_claims = 16): the 17th value is refused with 53400" \
+        "53400: this node holds as many shard values as it may" \
+        "$(q_err b "SELECT count(next_instagram_id(s)) FROM generate_series(1, 20) s")"
+    check "an ordinary role cannot release a shard or read the claims" "42501 42501" \
+        "$(q b -c "CREATE ROLE clerk LOGIN" >/dev/null
+           for f in "shardid_release_shard('snowflake', 1)" "* FROM shardid_shard_claims()"; do
+               psql -X -h "${dir_of[b]}" -p "${port_of[b]}" -U clerk -d postgres -At -v VERBOSITY=verbose -c "SELECT $f" 2>&1 |
+                   grep -o 'ERROR:  [0-9A-Z]\{5\}' | cut -c9-; done | tr '\n' ' ' | sed 's/ $//')"
+    for n in a b; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 2: given back when idle or by hand; the next holder issues above --------
+if want 2; then
+    PREFIX=/sh2
+    node_up c $((base + 3)) "" "shardid.node_id = 3" "shardid.shard_idle_release = 1s" || fail "node c did not start"
+    node_up d $((base + 4)) "" "shardid.node_id = 4" "shardid.clock_offset_ms = -6000" || fail "node d did not start"
+    wait_state c held 10 && wait_state d held 10 || fail "the nodes did not claim their ids"
+    for n in c d; do q $n -c "CREATE TABLE t (id bigint PRIMARY KEY)"; done
+    c_max=$(q c -c "INSERT INTO t SELECT next_snowflake_id(5) FROM generate_series(1, 50000); SELECT max(id) FROM t")
+    check "node c holds shard 5" "held" "$(q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
+    sleep 2.5
+    check "after shardid.shard_idle_release without an ID, node c gave shard 5 back" "" \
+        "$(q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
+    check "etcd recorded the release" "released" "$(ectl get --print-value-only "$PREFIX/shardmark/e1577836800000u1t41s10q12/5" | cut -d' ' -f4)"
+    check "node d (clock 6 s behind) takes shard 5 and issues above every ID of node c" "t" \
+        "$(q d -c "INSERT INTO t SELECT next_snowflake_id(5) FROM generate_series(1, 50000); SELECT min(id) > $c_max FROM t")"
+    d_max=$(q d -c "SELECT max(id) FROM t")
+    check "shardid_release_shard() on a node that does not hold the shard: false" "f" \
+        "$(q c -c "SELECT shardid_release_shard('snowflake', 5)")"
+    check "shardid_release_shard() on its holder: true, and the shard is free" "t|" \
+        "$(q d -c "SELECT shardid_release_shard('snowflake', 5)")|$(ectl get --print-value-only "$PREFIX/shard/e1577836800000u1t41s10q12/5")"
+    check "node c takes it back and issues above node d's IDs, which lead c's clock by 6 s and more" "t" \
+        "$(q c -c "SELECT min(next_snowflake_id(5)) > $d_max FROM generate_series(1, 50000)")"
+    # A one-minute layout: the next holder continues in the same minute.
+    q c -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
+    q d -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
+    c_max=$(q c -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    q c -c "SELECT shardid_release_shard('minute', 5)" >/dev/null
+    read -r d_min took <<<"$(q d -F' ' -c "SELECT min(id), round(extract(epoch FROM clock_timestamp() - now()) * 1000)
+        FROM (SELECT next_id('minute', 5) AS id FROM generate_series(1, 1000)) s")"
+    check "a one-minute layout handed over cleanly: the next holder issues above, without waiting for the next minute" \
+        "t t" "$([ "$d_min" -gt "$c_max" ] && echo t) $([ "$took" -lt 5000 ] && echo t)"
+    check "its own id is never given back for idleness" "held|t" \
+        "$(q c -c "SELECT next_snowflake_id()" >/dev/null; sleep 2.5; q c -c "SELECT state, node_id FROM shardid_shard_claims() WHERE shard = 3")"
+    for n in c d; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 3: a restored backup where its crashed original ran ---------------------
+if want 3; then
+    PREFIX=/sh3
+    node_up e $((base + 5)) "" || fail "node e did not start"
+    wait_state e held 10 || fail "node e did not claim an id"
+    q e -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
+    backup=$(pg_tmpdir); coord_dirs+=("$backup"); dir_of[f]=$backup; port_of[f]=${port_of[e]}
+    as_pg "$PG_BIN/pg_basebackup" -h "${dir_of[e]}" -p "${port_of[e]}" -U postgres -D "$backup/data" -X stream >/dev/null 2>&1 ||
+        fail "pg_basebackup failed"
+    echo "unix_socket_directories = '$backup'" | as_pg tee -a "$backup/data/postgresql.conf" >/dev/null
+    echo "shardid.clock_offset_ms = -6000" | as_pg tee -a "$backup/data/postgresql.conf" >/dev/null
+    q e -c "CREATE TABLE m (id bigint)" -c "CREATE TABLE i (id bigint)" \
+        -c "INSERT INTO m SELECT next_id('minute', 5) FROM generate_series(1, 2000)" \
+        -c "INSERT INTO i SELECT next_instagram_id(5) FROM generate_series(1, 3000)"
+    q e -c "COPY m TO STDOUT" >"$work/e-m"
+    q e -c "COPY i TO STDOUT" >"$work/e-i"
+    e_id=$(held_id e)
+    kill9 e
+    node_start f || fail "the restored backup did not start"
+    wait_state f held 15 || fail "the restored backup claimed no id"
+    check "the restored backup takes another node id at once (the crashed node's lease still holds its id)" "t" \
+        "$(q f -c "SELECT node_id <> $e_id FROM shardid_coordination()")"
+    q f -c "CREATE TABLE m2 (id bigint)" -c "CREATE TABLE i2 (id bigint)" -c "SET shardid.etcd_wait = '20s'" \
+        -c "INSERT INTO m2 SELECT next_id('minute', 5) FROM generate_series(1, 2000)" \
+        -c "INSERT INTO i2 SELECT next_instagram_id(5) FROM generate_series(1, 3000)"
+    q f -c "CREATE TABLE me (id bigint)" -c "CREATE TABLE ie (id bigint)"
+    q f -c "COPY me FROM STDIN" <"$work/e-m"
+    q f -c "COPY ie FROM STDIN" <"$work/e-i"
+    check "the one-minute layout, shard 5: 0 of the 2,000 IDs of the original reissued, all above" "0|true" \
+        "$(q f -c "SELECT (SELECT count(*) FROM m2 JOIN me USING (id)) || '|' || ((SELECT min(id) FROM m2) > (SELECT max(id) FROM me))")"
+    check "next_instagram_id(5), its clock 6 s behind: 0 duplicates, all above the original's" "0|true" \
+        "$(q f -c "SELECT (SELECT count(*) FROM i2 JOIN ie USING (id)) || '|' || ((SELECT min(id) FROM i2) > (SELECT max(id) FROM ie))")"
+    cluster_stop "${dir_of[f]}" fast
+fi
+
+# --- 4: a handover under load ---------------------------------------------
+if want 4; then
+    PREFIX=/sh4
+    seconds=${HANDOVER_SECONDS:-60}
+    for n in g h; do
+        node_up $n $((base + ${#n} + 6 + $([ $n = h ] && echo 1 || echo 0))) "" "shardid.etcd_wait = 5s" || fail "node $n did not start"
+    done
+    wait_state g held 10 && wait_state h held 10 || fail "the nodes did not claim their ids"
+    # Each node issues as fast as it can, recording each ID with the time it
+    # got it (both nodes share this machine's clock; shardid's clock is not
+    # involved); a statement refused while the other node holds the shard
+    # records nothing.
+    for n in g h; do q $n -c "CREATE TABLE log (node text, id bigint, at timestamptz)"; done
+    load() {  # NODE
+        local end=$((SECONDS + seconds))
+        while [ $SECONDS -lt $end ]; do
+            q "$1" -c "INSERT INTO log SELECT '$1', next_snowflake_id(5), clock_timestamp() FROM generate_series(1, 200)" \
+                >/dev/null 2>&1
+        done
+    }
+    load g & lg=$!
+    load h & lh=$!
+    handovers=0
+    end=$((SECONDS + seconds))
+    while [ $SECONDS -lt $end ]; do
+        sleep 2
+        for n in g h; do
+            if [ "$(q $n -c "SELECT shardid_release_shard('snowflake', 5)" 2>/dev/null)" = t ]; then
+                handovers=$((handovers + 1))
+                break
+            fi
+        done
+    done
+    wait $lg $lh
+    q h -c "COPY log TO STDOUT" | q g -c "COPY log FROM STDIN"
+    read -r total distinct g_n h_n <<<"$(q g -F' ' -c "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE node = 'g'),
+        count(*) FILTER (WHERE node = 'h') FROM log")"
+    # Below a previous holder: an ID smaller than one the other node had
+    # issued (and recorded) more than 20 ms before.
+    below=$(q g -c "SELECT count(*) FROM (SELECT node, id,
+        max(id) FILTER (WHERE node = 'g') OVER w AS g_before, max(id) FILTER (WHERE node = 'h') OVER w AS h_before
+        FROM log WINDOW w AS (ORDER BY at RANGE BETWEEN UNBOUNDED PRECEDING AND '20 ms' PRECEDING)) s
+        WHERE (node = 'g' AND id < h_before) OR (node = 'h' AND id < g_before)")
+    switches=$(q g -c "SELECT count(*) FROM (SELECT node <> lag(node) OVER (ORDER BY id) AS s FROM log) x WHERE s")
+    gap=$(q g -c "SELECT round(extract(epoch FROM max(d)) * 1000) FROM (SELECT at - lag(at) OVER (ORDER BY at) AS d FROM log) x")
+    echo "   handover under load: $seconds s, $handovers releases, $total IDs (g $g_n, h $h_n), holders switched $switches times in ID order, longest gap ${gap} ms"
+    [ "$handovers" -ge $((seconds / 4)) ] && [ "$g_n" -gt 0 ] && [ "$h_n" -gt 0 ] && [ "$switches" -ge $((seconds / 4)) ] &&
+        pass "shard 5 changed hands under load ($handovers releases, both nodes issued)" ||
+        fail "shard 5 did not change hands under load: $handovers releases, g $g_n, h $h_n IDs, $switches switches"
+    check "handover under load: 0 duplicates" "$total" "$distinct"
+    check "handover under load: 0 IDs below an ID the other node issued before" "0" "$below"
+    for n in g h; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 5: node ids from settings: shardid.shards ---------------------------
+if want 5; then
+    s=$(pg_tmpdir); coord_dirs+=("$s"); dir_of[s]=$s; port_of[s]=$((base + 9))
+    cluster_init "$s" "shared_preload_libraries = 'shardid'" "shardid.node_id = 2" "shardid.shards = '0-511,1024'" && node_start s && q s -c "CREATE EXTENSION shardid" ||
+        fail "the settings node did not start"
+    check "settings mode: shards inside shardid.shards are issued" "511 1024" \
+        "$(q s -c "SELECT (snowflake_decode(next_snowflake_id(511))).shard || ' ' || (instagram_decode(next_instagram_id(1024))).shard")"
+    check "settings mode: a shard outside shardid.shards is refused with 55000" \
+        "55000: shard 700 is not one of this node's shards" "$(q_err s "SELECT next_instagram_id(700)")"
+    check "the refusal is counted" "1" \
+        "$(q s -c "SELECT refusals FROM shardid_shard_refusals() WHERE cause = 'outside shardid.shards'")"
+    check "the node's own id is the operator's word, as before" "2" \
+        "$(q s -c "SELECT (snowflake_decode(next_snowflake_id())).shard")"
+    check "a malformed shardid.shards is refused when set" "22023" \
+        "$(q_err s "ALTER SYSTEM SET shardid.shards = '5-3'" | cut -c1-5)"
+    cluster_stop "$s" fast
+fi
+
+for n in a b c d e f g h s; do
+    [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
+    grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
+        fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"
+done
+true
