@@ -2,8 +2,6 @@
 // (src/pg/shard_claims.hpp): the table in shared memory, looking a value up
 // on each ID, asking the coordinator for one not held, and
 // shardid_shard_claims(), shardid_shard_refusals(), shardid_release_shard().
-#include <unordered_map>
-
 #include "core/shard_claim.hpp"
 #include "pg/shard_claims.hpp"
 
@@ -40,7 +38,14 @@ int table_size(int capacity)
 
 // The generator's cache of entries by key (each checked against the entry's
 // key before use: entries are given new keys once free).
-std::unordered_map<uint64_t, int> cache;
+// Direct-mapped by the key's hash; a miss looks the table up without a
+// lock first.
+struct CachedClaim {
+    uint64_t key;
+    int index;
+};
+constexpr int cache_size = 1024;
+CachedClaim cache[cache_size];
 uint64_t last_key = 0;
 int last_index = -1;
 int last_refusal = -1;  // the cause of the last failed hold_claim() (ClaimRefusal), -1: none
@@ -79,6 +84,21 @@ int probe_locked(uint64_t key, bool add)
     e.generation.fetch_add(1);
     e.key.store(key, std::memory_order_release);
     return reuse;
+}
+
+// The entry holding `key` now, looked up without the mutex (the caller
+// checks the key again before using the entry); -1 when none is found.
+int probe_unlocked(uint64_t key)
+{
+    const int mask = table->size - 1;
+    for (int i = 0, at = int(mix(key) & uint64_t(mask)); i < table->size; i++, at = (at + 1) & mask) {
+        const uint64_t k = table->entries[at].key.load(std::memory_order_acquire);
+        if (k == key)
+            return at;
+        if (k == 0)
+            return -1;
+    }
+    return -1;
 }
 
 Status full_table()
@@ -157,21 +177,21 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
                 Status* status)
 {
     const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
-    int at = key == last_key ? last_index : -1;
-    if (at < 0) {
-        const auto found = cache.find(key);
-        at = found == cache.end() ? -1 : found->second;
-    }
+    CachedClaim& cached = cache[mix(key) & (cache_size - 1)];
+    int at = key == last_key ? last_index : cached.key == key ? cached.index : -1;
     if (at < 0 || table->entries[at].key.load(std::memory_order_acquire) != key) {
-        SpinLockAcquire(&table->mutex);
-        at = probe_locked(key, true);
-        SpinLockRelease(&table->mutex);
+        at = probe_unlocked(key);
+        if (at < 0) {
+            SpinLockAcquire(&table->mutex);
+            at = probe_locked(key, true);
+            SpinLockRelease(&table->mutex);
+        }
         if (at < 0) {
             last_refusal = int(ClaimRefusal::table_full);
             *status = full_table();
             return false;
         }
-        cache[key] = at;
+        cached = CachedClaim{key, at};
     }
     last_key = key;
     last_index = at;
@@ -248,7 +268,7 @@ bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* stat
                       .with_hint("See SELECT * FROM shardid_shard_claims();.");
         return false;
     }
-    if (used_ms - e.used_ms.load(std::memory_order_relaxed) >= 1000)
+    if (used_ms - e.used_ms.load(std::memory_order_relaxed) >= 100)
         e.used_ms.store(used_ms, std::memory_order_relaxed);
     return true;
 }

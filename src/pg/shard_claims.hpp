@@ -43,7 +43,7 @@ struct ShardClaim {
     std::atomic<uint64_t> key;  // claim_key(slot, value); 0: never used
     std::atomic<int> state;     // ClaimState
     std::atomic<uint64_t> generation;
-    std::atomic<int64_t> used_ms;    // fence clock (fence_clock_ms()) of the last ID, to the second
+    std::atomic<int64_t> used_ms;    // wall ms of the last ID (its tick), to 100 ms
     std::atomic<int64_t> wanted_ms;  // fence clock: when a generator last asked for it
     std::atomic<int64_t> floor_ms;   // the floor it was claimed above (wall ms)
     std::atomic<int64_t> since_ms;   // wall ms: held since
