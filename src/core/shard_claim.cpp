@@ -88,7 +88,7 @@ bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out)
     int64_t floor = 0, holder = 0, word = 0;
     if (f.size() != 5 || !parse_int(f[0], &floor) || floor < 0 || f[1].size() != 16 || !parse_int(f[2], &holder) ||
         holder < 0 || holder > max_holder || (f[3] != "held" && f[3] != "released") || !parse_int(f[4], &word) ||
-        word < 0 || (word != 0 && f[3] == "held"))
+        word < 0)
         return false;
     uint64_t token = 0;
     for (char c : f[1]) {

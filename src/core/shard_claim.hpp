@@ -10,15 +10,18 @@
 // under the holder's lease (it goes when the lease does), and marked in
 // <prefix>/shardmark/S/V, which outlives holders:
 //   "<floor_ms> <16 hex token> <holder node id> held|released <word>"
-// written with the claim (the floor the holder started above, its node
-// id, its claim's token; word 0) and, at a release, with the last tick its
-// slot issued and that slot's packed state word (tick and sequence). A new
-// holder continues its slot above that word (in the same tick: a layout
-// with one-minute ticks does not wait for the next minute after a clean
-// handover), or, after a holder
-// that did not release (a crash, a lost lease), above the higher of its
-// floor and that holder's node mark (<prefix>/mark/<id>): every ID a node
-// issues lies below its node mark.
+// written with the claim (the floor: every ID of the value so far lies in
+// or below its tick; the holder's node id; its claim's token; the word:
+// what the holder's slot was raised above, the layout's pack(tick,
+// sequence), 0: nothing) and, at a release, with the last tick the
+// holder's slot issued and that slot's word. A new holder continues its
+// slot above a released word (in the same tick: a layout with one-minute
+// ticks does not wait for the next minute after a clean handover), or,
+// after a holder that did not release (a crash, a lost lease), above the
+// higher of the floor and that holder's node mark (<prefix>/mark/<id>):
+// every ID a node issues lies below its node mark. A holder that finds its
+// own mark raises above the word in it again (the raise may not have
+// survived: an answer lost, a restart before the first ID).
 #pragma once
 
 #include <cstdint>
@@ -44,7 +47,7 @@ struct ShardMark {
     uint64_t token = 0;    // the claim's token (coord::Mark): whose mark it is
     int holder = -1;       // the node id of the holder that wrote it
     bool released = false;
-    uint64_t word = 0;  // released: the holder's slot word (the layout's pack(tick, sequence)); 0: none
+    uint64_t word = 0;  // held: the word its slot was raised above; released: its slot's word; 0: none
 };
 std::string shard_mark_value(const ShardMark& mark);
 // False for anything shard_mark_value() never writes, and a holder outside

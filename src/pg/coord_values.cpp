@@ -185,29 +185,43 @@ void Holder::claim_shard(int i)
             return;
         }
     }
+    // What the slot must continue above, as the layout's word (0: nothing):
+    // every ID any previous holder issued with the value lies below it.
+    // The mark this claim writes carries it, so that a claim of this node
+    // whose raise did not survive (its answer lost, the lease lost before
+    // the first ID, a clean restart before one) raises again: a mark of
+    // this node's own raises above its own word, never assumes it did.
     int64_t floor = 0, wait = 0;
-    bool own = has_holder;  // this lease's own key (an answer lost, or the node id changed under the lease)
-    if (has_mark && !own) {
-        // This node's own mark: by its token (this life's claims, or the
-        // release token of its last clean stop); or written under the node
-        // id this node holds, when nobody else held that id since this
-        // node's own last claim or clean stop (the node claim found its
-        // own mark): every ID under the id is below this node's slots.
-        own = confirmed(m.token) || (m.released && m.token != 0 && m.token == restart_token_) ||
-              (m.holder == claimed_ && own_mark_);
+    uint64_t target = 0;
+    // The word a mark carries must lie within the floor it was written
+    // with (anything else no holder writes).
+    if (has_mark && m.word != 0 &&
+        (layout.tick_of(m.floor_ms) < 0 || layout.packed_tick(m.word) > uint64_t(layout.tick_of(m.floor_ms)))) {
+        refuse("the key \"" + mkey + "\" holds \"" + printable(mark.value, 60) +
+               "\", whose word lies beyond its floor: not a mark shardid writes");
+        return;
+    }
+    // This node's own mark: this lease's own key (an answer lost, or the
+    // node id changed under the lease); a token of this life's claims; or
+    // written under the node id this node holds, when nobody else held that
+    // id since this node's own last claim or clean stop.
+    bool own = has_holder || (has_mark && (confirmed(m.token) || (m.holder == claimed_ && own_mark_)));
+    if (own) {
+        target = has_mark ? m.word : 0;
+        floor = has_mark ? m.floor_ms : 0;
+    } else if (has_mark) {
         std::string implausible;
-        if (!own &&
-            !coord::mark_plausible(m.floor_ms, wall_clock().now_ms(), max_clock_lead_ms, lease_ttl_ms_, &implausible)) {
+        if (!coord::mark_plausible(m.floor_ms, wall_clock().now_ms(), max_clock_lead_ms, lease_ttl_ms_, &implausible)) {
             refuse("the key \"" + mkey + "\" holds a mark no holder could have written: " + implausible);
             return;
         }
         int64_t node_mark = -1;
-        if (!own && !m.released && m.holder == claimed_) {
+        if (!m.released && m.holder == claimed_) {
             // Under the id this node holds: its claim raised every slot
             // above the id's mark and waited out the previous holder's
             // fence; the mark in etcd is this node's window now.
             node_mark = floor_ms_;
-        } else if (!own && !m.released) {
+        } else if (!m.released) {
             // Its holder did not release it: its node mark bounds its IDs.
             const std::string nkey = coord::mark_key(prefix_, m.holder);
             std::vector<etcd::KeyValue> kvs;
@@ -227,22 +241,29 @@ void Holder::claim_shard(int i)
                     return;
                 }
                 node_mark = nm.end_ms;
-                // The holder's restart found here, released cleanly: this
-                // node's own previous life, nobody took the value since.
-                own = nm.released && nm.token != 0 && nm.token == restart_token_;
-                wait = coord::takeover_wait_ms(true, nm, own || confirmed(nm.token), lease_ttl_ms_);
+                const bool own_node =
+                    confirmed(nm.token) || (nm.released && nm.token != 0 && nm.token == restart_token_);
+                wait = coord::takeover_wait_ms(true, nm, own_node, lease_ttl_ms_);
             }
         }
-        if (!own && !coord::shard_floor(m, node_mark, &floor)) {
+        if (!coord::shard_floor(m, node_mark, &floor)) {
             refuse("the key \"" + mkey + "\" says node id " + std::to_string(m.holder) +
                    " held it, whose mark is gone: nothing bounds the IDs it issued; remove the key once that "
                    "node's IDs are past");
             return;
         }
+        // After a clean release, above the previous holder's word itself, in
+        // the same tick (a coarse layout need not wait for its next tick);
+        // otherwise above the floor's tick.
+        const int64_t tick = layout.tick_of(floor);
+        if (m.released && m.word != 0 && int64_t(layout.packed_tick(m.word)) == tick)
+            target = m.word;
+        else if (floor > 0 && tick >= 0)
+            target = layout.pack(uint64_t(tick), layout.sequence_max());
     }
     // The mark this claim writes covers every ID this node issued with the
     // value so far too (its slot), whatever node id it held then.
-    const coord::ShardMark mine{std::max(floor, slot_last_ms(slot)), claim_token_, claimed_, false, 0};
+    const coord::ShardMark mine{std::max(floor, slot_last_ms(slot)), claim_token_, claimed_, false, target};
     etcd::Txn c;
     const std::vector<etcd::Compare> compare =
         has_holder
@@ -260,16 +281,8 @@ void Holder::claim_shard(int i)
     answered();
     if (!c.succeeded)
         return;  // taken meanwhile, or its mark moved: read again next round
-    if (!own) {
-        // After a clean release, the slot continues above the previous
-        // holder's word itself, in the same tick (a coarse layout need not
-        // wait for its next tick); otherwise above the floor's tick.
-        SlotState& state = const_cast<SlotState&>(slot.state);
-        if (has_mark && m.released && m.word != 0 && int64_t(layout.packed_tick(m.word)) == layout.tick_of(floor))
-            raise_last(state, m.word);
-        else if (floor > 0)
-            claim_floor_raise(layout, state, floor);
-    }
+    if (target != 0)
+        raise_last(const_cast<SlotState&>(slot.state), target);
     e.floor_ms.store(floor);
     e.since_ms.store(wall_clock().now_ms());
     e.used_ms.store(wall_clock().now_ms());

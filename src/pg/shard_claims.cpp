@@ -242,8 +242,10 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     } else if (state == ClaimState::refused) {
         last_refusal = int(ClaimRefusal::edited_by_hand);
         *status = Status::fail(Error::not_claimed, "shard %llu of layout %s cannot be claimed", v, layout.name)
-                      .with_detail("%s", note[0] ? note : "Its keys in etcd hold what shardid never writes.")
-                      .with_hint("See SELECT * FROM shardid_shard_claims(); and docs/coordination.md.");
+                      .with_detail("Its keys in etcd hold what shardid never writes; no node issues it until "
+                                   "they are fixed.")
+                      .with_hint("shardid_shard_claims() (superusers and pg_monitor) and the server log name the "
+                                 "key.");
     } else {
         last_refusal = int(ClaimRefusal::not_claimed_in_time);
         *status =

@@ -20,6 +20,11 @@
 # --keep leaves the three servers running and prints how to reach them.
 # SHARDID_CLUSTER_SKIP_ADVANCE=1 skips step 3's shardid_advance_past(): the
 # checks of step 4 must then fail (the negative control of the move itself).
+# SHARDID_CLUSTER_ETCD=1 (test/cluster/instagram_etcd.sh) runs it with node
+# ids from an etcd started here: each shard is claimed by the node that
+# writes it, step 2 is refused (55000: A holds shard 6), and the move of
+# step 3 is shardid_release_shard() on A and B's claim, without the advance
+# step (docs/sharding.md, "Moving a logical shard").
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/lib.sh
@@ -50,11 +55,27 @@ say() { printf '   %s\n' "$*"; }
     fail "PL/Proxy is missing (Debian package postgresql-$PG_MAJOR-plproxy)"; exit 1; }
 
 # --- three servers ----------------------------------------------------------
+etcd_mode=${SHARDID_CLUSTER_ETCD:-0}
 common=("shared_preload_libraries = 'shardid'" "max_connections = 60")
+nodes_conf=()
+if [ "$etcd_mode" = 1 ]; then
+    pport=55620 aport=55621 bport=55622 etcd_cport=23871 etcd_pport=23971
+    etcd --name cluster --data-dir "$base/etcd" --log-level error \
+        --listen-client-urls "http://127.0.0.1:$etcd_cport" --advertise-client-urls "http://127.0.0.1:$etcd_cport" \
+        --listen-peer-urls "http://127.0.0.1:$etcd_pport" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_pport" \
+        --initial-cluster "cluster=http://127.0.0.1:$etcd_pport" >"$base/etcd.log" 2>&1 &
+    etcd_pid=$!
+    trap 'cleanup; kill -9 $etcd_pid 2>/dev/null' EXIT
+    nodes_conf=("shardid.node_id_source = etcd" "shardid.etcd_endpoints = 'http://127.0.0.1:$etcd_cport'"
+                "shardid.etcd_lease_ttl = 3s" "shardid.etcd_wait = 2s")
+    for _ in $(seq 1 100); do
+        etcdctl --endpoints="http://127.0.0.1:$etcd_cport" endpoint health >/dev/null 2>&1 && break; sleep 0.1
+    done
+fi
 cluster_init "$proxy" "${common[@]}" || exit 1
-cluster_init "$a" "${common[@]}" "shardid.node_id = 1" || exit 1
+cluster_init "$a" "${common[@]}" "${nodes_conf[@]}" "shardid.node_id = 1" || exit 1
 # B's clock is 20 s behind A's; its lead limit allows a shard from A.
-cluster_init "$b" "${common[@]}" "shardid.node_id = 2" "shardid.max_clock_lead = '30s'" || exit 1
+cluster_init "$b" "${common[@]}" "${nodes_conf[@]}" "shardid.node_id = 2" "shardid.max_clock_lead = '30s'" || exit 1
 cluster_start "$proxy" $pport && cluster_start "$a" $aport || exit 1
 as_pg env LD_PRELOAD="$faketime_lib" FAKETIME="-20s" \
     "$PG_BIN/pg_ctl" -D "$b/data" -l "$b/server.log" -o "-p $bport" -w -t 60 start >/dev/null 2>&1 || {
@@ -226,9 +247,12 @@ qp -c "SELECT insert_item(u, 'fresh') FROM generate_series(6, 16 * 50, 16) u" >/
 max6=$(qa -c "SELECT max(id) FROM shard_06.items")
 "$PG_BIN/pg_dump" -h "$a" -p $aport -U postgres -d shards -n shard_06 -f "$base/shard_06.sql"
 qb -f "$base/shard_06.sql" >/dev/null
-reissued=$(qb -c "SELECT count(*) FROM (SELECT next_instagram_id(6) AS id FROM generate_series(1, 1000)) s
-                  WHERE id <= $max6")
-if [ "$reissued" -gt 0 ]; then
+if [ "$etcd_mode" = 1 ]; then
+    # With node ids from etcd, A holds shard 6: B is refused, naming A.
+    check "etcd mode: B asking for shard 6 while A holds it is refused with 55000, naming A" 1 \
+        "$(qb -c "SELECT next_instagram_id(6)" 2>&1 | grep -c "shard 6 of layout instagram is held by another node")"
+elif reissued=$(qb -c "SELECT count(*) FROM (SELECT next_instagram_id(6) AS id FROM generate_series(1, 1000)) s
+                       WHERE id <= $max6") && [ "$reissued" -gt 0 ]; then
     pass "negative control: without shardid_advance_past, $reissued of B's next 1,000 IDs of shard 6 are at or below its old maximum"
 else
     fail "negative control: without the step B's IDs of shard 6 were above its old maximum (the test cannot see the regression)"
@@ -245,6 +269,13 @@ max5=$(qa -c "SELECT max(id) FROM shard_05.items")
 qb -f "$base/shard_05.sql" >/dev/null
 check "B holds all of shard 5's rows" "$(qa -c "SELECT count(*) FROM shard_05.items")" \
     "$(qb -c "SELECT count(*) FROM shard_05.items")"
+if [ "$etcd_mode" = 1 ]; then
+    # (3) with node ids from etcd: A gives shard 5 back, recording its last
+    #     tick; B's first write claims it and continues above. No step on B.
+    check "etcd mode: A gives shard 5 back (shardid_release_shard)" t \
+        "$(qa -c "SELECT shardid_release_shard('instagram', 5)")"
+    lead="(claimed at B's first write)"
+else
 # (3) B's state above the shard's highest ID; within B's max_clock_lead only.
 node_setting "$b" $bport shardid.max_clock_lead 5s
 refused=$(qb -c "SELECT shardid_advance_past('instagram', max(id)) FROM shard_05.items" 2>&1)
@@ -260,6 +291,7 @@ check "B's logical clock now leads its wall clock by about the clock difference"
     "$(qb -c "SELECT '$lead'::interval BETWEEN interval '10 s' AND interval '21 s'")"
 check "shardid_status on B shows the lead" t \
     "$(qb -c "SELECT clock_lead_ms > 10000 FROM shardid_status WHERE layout = 'instagram'")"
+fi
 # (4) route shard 5 to B; (5) drop it on A.
 qp -c "UPDATE plproxy.partitions SET connstr = '$connstr_b' WHERE shard = 5" \
    -c "UPDATE plproxy.config_version SET version = version + 1" >/dev/null
@@ -279,6 +311,10 @@ check "phase 2: the moved shard received new rows (at least 100)" t "$(qp -c "SE
 check "phase 2: IDs of the moved shard at or below its old maximum (of $moved_new new rows)" 0 "$below"
 check "phase 2: the moved shard's new rows are on node B" "$moved_new" \
     "$(qp -c "SELECT count(*) FROM rows WHERE shard = 5 AND payload = 'phase 2' AND node = 'B'")"
+if [ "$etcd_mode" = 1 ]; then
+    check "etcd mode: B holds shard 5 now, claimed above A's last tick" "held" \
+        "$(qb -c "SELECT state FROM shardid_shard_claims() WHERE layout = 'instagram' AND shard = 5")"
+fi
 say "figures: $(qp -c "SELECT count(*) || ' rows, ' || count(DISTINCT id) || ' distinct IDs, ' ||
                           count(*) FILTER (WHERE node = 'A') || ' on A, ' || count(*) FILTER (WHERE node = 'B') || ' on B'
                    FROM rows"); shard 5 after the move: $moved_new new rows, $below at or below $max5"

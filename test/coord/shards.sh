@@ -17,6 +17,11 @@
 #     2 s for 60 s, each issuing as fast as it can: 0 duplicates, 0 IDs
 #     below an ID the other node issued before.
 #   5 node ids from settings: shardid.shards refuses a shard outside it.
+#   6 a claim whose raise did not survive: a node claims a one-minute
+#     layout's shard 5 after a crashed holder whose clock ran 60 s ahead,
+#     restarts cleanly before its first ID, and finds its own mark: it
+#     still issues above the crashed holder's IDs (the nemesis run found
+#     this: 2 IDs a minute below the previous holder's).
 set -u
 . scripts/lib.sh
 . test/coord/lib.sh
@@ -24,7 +29,7 @@ set -u
 coord_setup 56600
 etcd_main 24391 24491
 PREFIX=/sh
-sections=" ${SHARDS_SECTIONS:-1 2 3 4 5} "
+sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
 # --- 1: an explicit shard equal to another node's id -------------------------
@@ -69,12 +74,35 @@ if want 1; then
     # Another claim space: Instagram's shard 0 is not snowflake's.
     check "shard 0 of another layout shape is another value: node b takes it" "1000" \
         "$(q b -c "SELECT count(DISTINCT next_instagram_id(0)) FROM generate_series(1, 1000)")"
+    # Keys edited by hand: refused, naming the key only to those who may
+    # read the settings; fixed by removing the key.
+    space=e1577836800000u1t41s10q12
+    ectl put "$PREFIX/shardmark/$space/77" "2100" >/dev/null
+    ectl put "$PREFIX/shard/$space/78" '{"host":"x","port":1}' >/dev/null
+    check "a mark shardid never writes: the shard is refused (55000)" \
+        "55000: shard 77 of layout snowflake cannot be claimed" "$(q_err b "SELECT next_snowflake_id(77)")"
+    check "a claim key without a lease: the shard is refused (55000)" \
+        "55000: shard 78 of layout snowflake cannot be claimed" "$(q_err b "SELECT next_snowflake_id(78)")"
+    check "shardid_shard_claims() names the key that is wrong" "refused|t" \
+        "$(q b -c "SELECT state, holder LIKE '%$PREFIX/shardmark/$space/77%' FROM shardid_shard_claims() WHERE shard = 77")"
+    check "the refusals are counted as keys edited by hand" "t" \
+        "$(q b -c "SELECT refusals >= 2 FROM shardid_shard_refusals() WHERE cause = 'keys edited by hand'")"
+    ectl del "$PREFIX/shardmark/$space/77" >/dev/null
+    ectl del "$PREFIX/shard/$space/78" >/dev/null
+    check "once the keys are removed, both shards are issued" "2" \
+        "$(q b -c "SET shardid.etcd_wait = '5s'; SELECT count(*) FROM (SELECT next_snowflake_id(77) UNION ALL SELECT next_snowflake_id(78)) s")"
+    q b -c "CREATE ROLE clerk LOGIN" >/dev/null
+    ectl put "$PREFIX/shardmark/$space/79" "garbage" >/dev/null
+    err=$(psql -X -h "${dir_of[b]}" -p "${port_of[b]}" -U clerk -d postgres -At -v VERBOSITY=verbose \
+        -c "SELECT next_snowflake_id(79)" 2>&1)
+    [[ "$err" == *"cannot be claimed"* && "$err" != *"$PREFIX"* ]] &&
+        pass "an ordinary role's error for a refused shard names no key under the prefix" ||
+        fail "an ordinary role's error for a refused shard: $err"
     check "the claim table is bounded (shardid.max_shard_claims = 16): the 17th value is refused with 53400" \
         "53400: this node holds as many shard values as it may" \
         "$(q_err b "SELECT count(next_instagram_id(s)) FROM generate_series(1, 20) s")"
     check "an ordinary role cannot release a shard or read the claims" "42501 42501" \
-        "$(q b -c "CREATE ROLE clerk LOGIN" >/dev/null
-           for f in "shardid_release_shard('snowflake', 1)" "* FROM shardid_shard_claims()"; do
+        "$(for f in "shardid_release_shard('snowflake', 1)" "* FROM shardid_shard_claims()"; do
                psql -X -h "${dir_of[b]}" -p "${port_of[b]}" -U clerk -d postgres -At -v VERBOSITY=verbose -c "SELECT $f" 2>&1 |
                    grep -o 'ERROR:  [0-9A-Z]\{5\}' | cut -c9-; done | tr '\n' ' ' | sed 's/ $//')"
     for n in a b; do cluster_stop "${dir_of[$n]}" fast; done
@@ -223,7 +251,34 @@ if want 5; then
     cluster_stop "$s" fast
 fi
 
-for n in a b c d e f g h s; do
+# --- 6: a claim whose raise did not survive a clean restart -----------------
+if want 6; then
+    PREFIX=/sh6
+    node_up x $((base + 10)) "" "shardid.node_id = 20" "shardid.clock_offset_ms = 60000" || fail "node x did not start"
+    node_up y $((base + 11)) "" "shardid.node_id = 21" "shardid.max_clock_lead = 180s" || fail "node y did not start"
+    wait_state x held 10 && wait_state y held 10 || fail "the nodes did not claim their ids"
+    for n in x y; do q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null; done
+    x_max=$(q x -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    kill9 x
+    # y's claim waits out x's fence ("taking over"); its caller gives up
+    # first, and y restarts cleanly before any ID of the shard.
+    q_err y "SELECT next_id('minute', 5)" >/dev/null
+    for _ in $(seq 1 50); do
+        [ "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")" = "taking over" ] && break
+        sleep 0.1
+    done
+    check "node y claimed shard 5 and waits out the crashed holder's fence" "taking over" \
+        "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
+    cluster_stop "${dir_of[y]}" fast
+    node_start y || fail "node y did not start again"
+    wait_state y held 10 || fail "node y did not claim its id again"
+    y_min=$(q y -c "SET shardid.etcd_wait = '10s'" -c "SELECT min(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    check "after the restart, its own mark: node y still issues above the crashed holder's IDs" "t" \
+        "$([ -n "$y_min" ] && [ "$y_min" -gt "$x_max" ] && echo t || echo "f ($y_min <= $x_max)")"
+    cluster_stop "${dir_of[y]}" fast
+fi
+
+for n in a b c d e f g h s x y; do
     [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
     grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
         fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"

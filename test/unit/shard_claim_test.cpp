@@ -44,6 +44,7 @@ TEST(ShardClaim, MarksReadBackWhatTheyWrite)
         EXPECT_EQ(back.word, m.word);
     }
     EXPECT_EQ(coord::shard_mark_value({5, 0xab, 3, true, 42}), "5 00000000000000ab 3 released 42");
+    EXPECT_EQ(coord::shard_mark_value({5, 0xab, 3, false, 42}), "5 00000000000000ab 3 held 42");
 }
 
 TEST(ShardClaim, MarksShardidNeverWritesAreRefused)
@@ -54,8 +55,8 @@ TEST(ShardClaim, MarksShardidNeverWritesAreRefused)
           "9223372036854775808 00000000000000ab 3 held 0", "5 00000000000000AB 3 held 0", "5 ab 3 held 0",
           "5 00000000000000ab -1 held 0", "5 00000000000000ab 1024 held 0", "5 00000000000000ab 3 holding 0",
           "5  00000000000000ab 3 held 0", "0x5 00000000000000ab 3 held 0",
-          "5 00000000000000ab 99999999999999999999 held 0", "5 00000000000000ab 3 held 7",
-          "5 00000000000000ab 3 released -1", "5 00000000000000ab 3 released 9223372036854775808"})
+          "5 00000000000000ab 99999999999999999999 held 0", "5 00000000000000ab 3 released -1",
+          "5 00000000000000ab 3 released 9223372036854775808"})
         EXPECT_FALSE(coord::parse_shard_mark(bad, 1023, &m)) << bad;
 }
 
