@@ -65,7 +65,7 @@ if [ "$etcd_mode" = 1 ]; then
         --listen-peer-urls "http://127.0.0.1:$etcd_pport" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_pport" \
         --initial-cluster "cluster=http://127.0.0.1:$etcd_pport" >"$base/etcd.log" 2>&1 &
     etcd_pid=$!
-    trap 'cleanup; kill -9 $etcd_pid 2>/dev/null' EXIT
+    trap 'cleanup; [ "$keep" = yes ] || kill -9 $etcd_pid 2>/dev/null' EXIT
     nodes_conf=("shardid.node_id_source = etcd" "shardid.etcd_endpoints = 'http://127.0.0.1:$etcd_cport'"
                 "shardid.etcd_lease_ttl = 3s" "shardid.etcd_wait = 2s")
     for _ in $(seq 1 100); do
@@ -77,7 +77,11 @@ cluster_init "$a" "${common[@]}" "${nodes_conf[@]}" "shardid.node_id = 1" || exi
 # B's clock is 20 s behind A's; its lead limit allows a shard from A.
 cluster_init "$b" "${common[@]}" "${nodes_conf[@]}" "shardid.node_id = 2" "shardid.max_clock_lead = '30s'" || exit 1
 cluster_start "$proxy" $pport && cluster_start "$a" $aport || exit 1
-as_pg env LD_PRELOAD="$faketime_lib" FAKETIME="-20s" \
+# (With node ids from etcd, the fence's boot clock is left alone: libfaketime
+# fakes it differently in backends and in the coordinator worker.)
+fake_env=(LD_PRELOAD="$faketime_lib" FAKETIME="-20s")
+[ "$etcd_mode" = 1 ] && fake_env+=(FAKETIME_DONT_FAKE_MONOTONIC=1)
+as_pg env "${fake_env[@]}" \
     "$PG_BIN/pg_ctl" -D "$b/data" -l "$b/server.log" -o "-p $bport" -w -t 60 start >/dev/null 2>&1 || {
     tail -5 "$b/server.log"; fail "node B did not start under libfaketime"; exit 1; }
 
