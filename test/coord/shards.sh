@@ -22,6 +22,14 @@
 #     restarts cleanly before its first ID, and finds its own mark: it
 #     still issues above the crashed holder's IDs (the nemesis run found
 #     this: 2 IDs a minute below the previous holder's).
+#   7 the same for a node id: a node takes over a node id whose previous
+#     holder's clock ran 60 s ahead, restarts cleanly before its first ID of
+#     a one-minute layout, and finds its own mark: the layout should still
+#     issue above the previous holder's IDs. OPEN: it issues below them (the
+#     nemesis run found it, seed 20261124): the raise of a layout with long
+#     ticks that had no slot in that life is not recorded, and the restart
+#     takes the released mark for its own. Not run by default until fixed
+#     (SHARDS_SECTIONS=7 runs it; it fails).
 set -u
 . scripts/lib.sh
 . test/coord/lib.sh
@@ -29,6 +37,7 @@ set -u
 coord_setup 56600
 etcd_main 24391 24491
 PREFIX=/sh
+# Section 7 is a known open defect of issue 37 (below), run only when asked.
 sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
@@ -278,7 +287,28 @@ if want 6; then
     cluster_stop "${dir_of[y]}" fast
 fi
 
-for n in a b c d e f g h s x y; do
+# --- 7: a node id's raise across a clean restart before the first ID -------
+if want 7; then
+    PREFIX=/sh7
+    node_up u $((base + 12)) "" "shardid.node_id = 30" "shardid.clock_offset_ms = 60000" || fail "node u did not start"
+    wait_state u held 10 || fail "node u did not claim id 30"
+    q u -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
+    u_max=$(q u -c "SELECT max(next_id('minute')) FROM generate_series(1, 1000)")
+    cluster_stop "${dir_of[u]}" fast
+    node_up v $((base + 13)) "" "shardid.node_id = 30" "shardid.max_clock_lead = 180s" || fail "node v did not start"
+    wait_state v held 10 || fail "node v did not take id 30"
+    q v -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
+    q v -c "SELECT next_snowflake_id()" >/dev/null   # an ID of another layout only
+    cluster_stop "${dir_of[v]}" fast
+    node_start v || fail "node v did not start again"
+    wait_state v held 10 || fail "node v did not claim id 30 again"
+    v_min=$(q v -c "SELECT min(next_id('minute')) FROM generate_series(1, 1000)")
+    check "a node id taken over, a clean restart before the first minute ID: still above the previous holder's" "t" \
+        "$([ -n "$v_min" ] && [ "$v_min" -gt "$u_max" ] && echo t || echo "f ($v_min <= $u_max)")"
+    cluster_stop "${dir_of[v]}" fast
+fi
+
+for n in a b c d e f g h s x y u v; do
     [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
     grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
         fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"
