@@ -60,16 +60,19 @@ uint64_t mix(uint64_t k)
 
 // The entry of `key`, given that key when `add` (reusing a free entry on
 // its probe path, so a probe never passes an empty entry it needed); -1
-// when there is none (and, adding, none to give). Caller holds the mutex.
-int probe_locked(uint64_t key, bool add)
+// when there is none (and, adding, none to give). Adding needs the mutex;
+// a lookup does not (the caller checks the entry's key again before use).
+int probe(uint64_t key, bool add)
 {
     const int mask = table->size - 1;
     int reuse = -1;
     for (int i = 0, at = int(mix(key) & uint64_t(mask)); i < table->size; i++, at = (at + 1) & mask) {
         ShardClaim& e = table->entries[at];
-        const uint64_t k = e.key.load(std::memory_order_relaxed);
+        const uint64_t k = e.key.load(std::memory_order_acquire);
         if (k == key)
             return at;
+        if (!add && k == 0)
+            return -1;
         if (reuse < 0 && k != 0 && e.state.load() == int(ClaimState::free))
             reuse = at;
         if (k == 0) {
@@ -84,21 +87,6 @@ int probe_locked(uint64_t key, bool add)
     e.generation.fetch_add(1);
     e.key.store(key, std::memory_order_release);
     return reuse;
-}
-
-// The entry holding `key` now, looked up without the mutex (the caller
-// checks the key again before using the entry); -1 when none is found.
-int probe_unlocked(uint64_t key)
-{
-    const int mask = table->size - 1;
-    for (int i = 0, at = int(mix(key) & uint64_t(mask)); i < table->size; i++, at = (at + 1) & mask) {
-        const uint64_t k = table->entries[at].key.load(std::memory_order_acquire);
-        if (k == key)
-            return at;
-        if (k == 0)
-            return -1;
-    }
-    return -1;
 }
 
 Status full_table()
@@ -180,10 +168,10 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     CachedClaim& cached = cache[mix(key) & (cache_size - 1)];
     int at = key == last_key ? last_index : cached.key == key ? cached.index : -1;
     if (at < 0 || table->entries[at].key.load(std::memory_order_acquire) != key) {
-        at = probe_unlocked(key);
+        at = probe(key, false);
         if (at < 0) {
             SpinLockAcquire(&table->mutex);
-            at = probe_locked(key, true);
+            at = probe(key, true);
             SpinLockRelease(&table->mutex);
         }
         if (at < 0) {
@@ -286,12 +274,6 @@ void count_claim_refusal()
 
 void clear_claim_refusal() { last_refusal = -1; }
 
-int find_claim(uint64_t key)
-{
-    SpinLockAcquire(&table->mutex);
-    const int at = probe_locked(key, false);
-    SpinLockRelease(&table->mutex);
-    return at;
-}
+int find_claim(uint64_t key) { return probe(key, false); }
 
 }  // namespace shardid::pg

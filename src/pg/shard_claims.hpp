@@ -84,7 +84,7 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
 // under the same generation.
 // `used_ms` (wall ms, to the second) is when it was last used.
 bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* status);
-// The entry of `key`, or -1 (takes the mutex).
+// The entry of `key`, or -1 (the caller checks its key again before use).
 int find_claim(uint64_t key);
 // A generation's refusal of a shard value: noted when a value is refused
 // (by hold_claim(), or shardid.shards), counted once it ends in an error
