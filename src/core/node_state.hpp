@@ -15,7 +15,13 @@
 //   - etcd_release: with node ids from etcd, the token of this data
 //     directory's last clean release of its claim, also recorded in the
 //     mark in etcd (src/core/coord.hpp): a restart whose state holds the
-//     token etcd holds resumes without raising its layouts (0: none).
+//     token etcd holds resumes without raising its layouts (0: none);
+//   - etcd_claim: with node ids from etcd, the highest mark in etcd that a
+//     claim of this data directory started above (the previous holder's):
+//     every layout resumes above the tick that contains it, after a clean
+//     restart too, which finds its own token and raises nothing itself: a
+//     layout with long ticks may have had no slot, so no mark of its own,
+//     in the life that raised it (0: none).
 //
 // The text format, version 3 (versions 1 and 2 are read too):
 //
@@ -25,6 +31,7 @@
 //   generator <int64>
 //   run <int64>
 //   etcd_release <int64>
+//   etcd_claim <int64>
 //   layout <name> <epoch_ms> <unit_ms> <time_bits> <shard_bits> <sequence_bits> <sequence_first> <wraps> <word>
 //
 // Names are written with every byte outside '!'..'~', and '%', as %XX, so
@@ -63,6 +70,7 @@ struct NodeState {
     int64_t generator_floor = -1;
     int64_t run_floor = -1;
     int64_t release_token = 0;
+    int64_t claim_floor_ms = 0;
     int n_marks = 0;
     LayoutMark marks[max_marks];
 
@@ -83,7 +91,15 @@ enum class NodeStateFieldKind {
     retired_floor,  // coarse layouts without a mark resume after it
     counter_floor,  // the highest value of a counter the node ever took: never taken again
     release_token,  // this data directory's own, never replayed from WAL (a standby's is its own)
+    claim_floor,    // this data directory's own too: a standby claims its node id itself when promoted
 };
+
+// Fields that belong to the data directory, not to the node's history: the
+// WAL record carries 0 for them (a standby has its own), and redo ignores them.
+constexpr bool node_state_field_own(NodeStateFieldKind kind)
+{
+    return kind == NodeStateFieldKind::release_token || kind == NodeStateFieldKind::claim_floor;
+}
 struct NodeStateField {
     const char* keyword;
     int64_t NodeState::*member;
@@ -106,6 +122,8 @@ inline constexpr NodeStateField node_state_fields[] = {
     {"run", &NodeState::run_floor, 2, false, NodeStateFieldKind::counter_floor, "run id floor", "",
      "call-number run id", call_run_max},
     {"etcd_release", &NodeState::release_token, 3, false, NodeStateFieldKind::release_token, "etcd release token", ""},
+    {"etcd_claim", &NodeState::claim_floor_ms, 3, false, NodeStateFieldKind::claim_floor, "etcd claim floor",
+     " (Unix ms)"},
 };
 constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);
 

@@ -308,8 +308,10 @@ bool Holder::read_mark()
     //    issued under the id since, and the slots hold this node's IDs;
     //  - the release token this data directory's state recorded at its last
     //    clean stop, in a released mark: that state covered every ID of the
-    //    claim, nobody claimed since (a claim writes its own token first),
-    //    and the state only grows. A clone or an older backup holds an older
+    //    claim and the floor the claim was raised above (its etcd_claim
+    //    field: a layout with long ticks that had no slot in that life
+    //    still resumes above it), nobody claimed since (a claim writes its
+    //    own token first), and the state only grows. A clone or an older backup holds an older
     //    token; of two copies of one stopped directory, the first to claim
     //    writes its claim's token, so the second finds a token not its own.
     own_mark_ = has && (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));

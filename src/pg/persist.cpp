@@ -52,10 +52,13 @@ LayoutMark mark_of(const Slot& slot, uint64_t word)
 // handed out only once that is flushed and confirmed (confirm_covered()).
 XLogRecPtr persist(const NodeState& st)
 {
-    // The release token is this data directory's own (a standby's is its
-    // own, from its own clean stops): WAL carries 0, which redo ignores.
+    // The release token and the claim floor are this data directory's own
+    // (a standby's are its own, from its own claims and clean stops): WAL
+    // carries 0 for them, which redo ignores.
     NodeState logged = st;
-    logged.release_token = 0;
+    for (const NodeStateField& f : node_state_fields)
+        if (node_state_field_own(f.kind))
+            logged.*f.member = 0;
     const XLogRecPtr end = wal_logging() ? wal_log_state(logged) : InvalidXLogRecPtr;
     state_file_write(st);
     return end;
@@ -158,6 +161,7 @@ NodeState persisted_state()
     }
     st.retired_ms = shared->retired_ms.load();
     st.release_token = shared->release_token.load();
+    st.claim_floor_ms = shared->claim_floor_ms.load();
     return st;
 }
 

@@ -78,9 +78,12 @@ struct Shared {
     std::atomic<int64_t> restart_floor_ms;  // the mark found at start-up, or replayed since: new slots resume above it
     std::atomic<int64_t> lease_until_ms;    // the persisted mark: every issued tick starts before it
     std::atomic<int64_t> retired_ms;        // NodeState::retired_ms: coarse shapes without a mark resume after it
-    // The mark in etcd that the claim of the node id started above (0: none;
-    // src/pg/coord_worker.cpp): every slot, new ones too, resumes above the
-    // tick that contains it. Raised under AddinShmemInitLock.
+    // The highest mark in etcd that a claim of the node id by this data
+    // directory started above (NodeState::claim_floor_ms, 0: none;
+    // src/pg/coord_holder.cpp): every slot, new ones too, resumes above the
+    // tick that contains it. Read from the state file at start (a clean
+    // restart finds its own mark and raises nothing), raised under
+    // AddinShmemInitLock, persisted with the node state, never in WAL.
     std::atomic<int64_t> claim_floor_ms;
     // Which WAL record covers an ID (see confirm_covered()): the record that
     // set lease_until_ms (cur_lsn), and the one before it with the mark it
@@ -166,14 +169,16 @@ void set_counter_floors(const NodeState& st, bool raise);
 // retired floor, and any number of counter floors.
 constexpr bool node_state_fields_known()
 {
-    int marks = 0, retired = 0, tokens = 0;
+    int marks = 0, retired = 0, tokens = 0, claims = 0;
     for (const NodeStateField& f : node_state_fields) {
         marks += f.kind == NodeStateFieldKind::time_mark;
         retired += f.kind == NodeStateFieldKind::retired_floor;
         tokens += f.kind == NodeStateFieldKind::release_token;
+        claims += f.kind == NodeStateFieldKind::claim_floor;
     }
-    return marks == 1 && retired == 1 && tokens == 1;
+    return marks == 1 && retired == 1 && tokens == 1 && claims == 1;
 }
-static_assert(node_state_fields_known(), "the glue knows one time mark, one retired floor and one release token");
+static_assert(node_state_fields_known(),
+              "the glue knows one time mark, one retired floor, one release token and one claim floor");
 
 }  // namespace shardid::pg

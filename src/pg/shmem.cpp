@@ -86,6 +86,7 @@ void attach_locked()
         aligned->retired_ms.store(st.retired_ms);
         aligned->release_token.store(st.release_token);
         aligned->release_token_at_start = st.release_token;
+        aligned->claim_floor_ms.store(st.claim_floor_ms);
         shared = aligned;
         set_counter_floors(st, false);
         // Layouts with marks of their own resume exactly where those say;
@@ -102,6 +103,7 @@ void attach_locked()
             }
             slot->state.last.store(m.word, std::memory_order_relaxed);
             slot->persisted.store(m.word, std::memory_order_relaxed);
+            claim_floor_raise(slot->shape.layout(slot->name), slot->state, st.claim_floor_ms);
         }
         aligned->magic = shared_magic;
     }

@@ -36,7 +36,7 @@ void desc(StringInfo buf, XLogReaderState* record)
         return;
     }
     for (const NodeStateField& f : node_state_fields)
-        if (f.kind != NodeStateFieldKind::release_token)  // the data directory's own, never in WAL
+        if (!node_state_field_own(f.kind))  // the data directory's own, never in WAL
             appendStringInfo(buf, "%s %lld%s; ", f.description, (long long)(st.*f.member), f.unit);
     appendStringInfo(buf, "%d layout marks", st.n_marks);
     for (int i = 0; i < st.n_marks; i++) {

@@ -155,29 +155,37 @@ cluster_stop "${dir_of[k1]}" fast
 fi
 
 # --- 6: clean restarts resume a one-minute layout at once --------------------------
+# A node of its own (section 5's life took a mark for another's and raised
+# above it: its restart resumes above that mark's minute, as it should,
+# shards.sh section 7). This one's lives never take over anything.
 if section 6; then
+node_up r1 $((base + 33)) "" "shardid.node_id = 43" || fail "r1 did not start"
+wait_state r1 held 10 || fail "r1 did not claim 43"
+q r1 -c "SELECT create_layout('per_minute', '2024-01-01', '1 minute', 30, 10, 23)" >/dev/null
+q r1 -c "SELECT next_id('per_minute')" >/dev/null
+cluster_stop "${dir_of[r1]}" fast
 for i in 1 2 3; do
-    node_start k1 || fail "k1 did not restart ($i)"
-    took=$(q k1 -c "SET statement_timeout = '70s'" -c "SELECT next_id('per_minute') IS NOT NULL AS t, now() AS at" \
+    node_start r1 || fail "r1 did not restart ($i)"
+    took=$(q r1 -c "SET statement_timeout = '70s'" -c "SELECT next_id('per_minute') IS NOT NULL AS t, now() AS at" \
         -c "SELECT (extract(epoch FROM clock_timestamp() - pg_postmaster_start_time()) * 1000)::int" | tail -1)
     [ "${took:-99999}" -le 1000 ] && pass "clean restart $i: a one-minute layout issues ${took} ms after the start" ||
         fail "clean restart $i: the one-minute layout's first ID came ${took:-?} ms after the start"
-    line=$(log_of k1 | grep "issuing IDs with node id 41" | tail -1)
+    line=$(log_of r1 | grep "issuing IDs with node id 43" | tail -1)
     contains "clean restart $i: the node knew its own released mark" "$line" "its own mark"
-    [ $i -lt 3 ] && cluster_stop "${dir_of[k1]}" fast
+    [ $i -lt 3 ] && cluster_stop "${dir_of[r1]}" fast
 done
 # Two copies of the stopped data directory: the first claims and writes its
 # claim's token; the second's state holds the token no longer in etcd.
-cluster_stop "${dir_of[k1]}" fast
-copy=$(pg_tmpdir); coord_dirs+=("$copy"); dir_of[k2]=$copy; port_of[k2]=$((base + 32))
-as_pg cp -a "${dir_of[k1]}/data" "$copy/data"
+cluster_stop "${dir_of[r1]}" fast
+copy=$(pg_tmpdir); coord_dirs+=("$copy"); dir_of[r2]=$copy; port_of[r2]=$((base + 34))
+as_pg cp -a "${dir_of[r1]}/data" "$copy/data"
 echo "unix_socket_directories = '$copy'" | as_pg tee -a "$copy/data/postgresql.conf" >/dev/null
-node_start k1 && wait_state k1 held 10 || fail "the first copy did not claim"
-q k1 -c "SELECT next_id('per_minute')" >/dev/null
-kill9 k1
-node_start k2 || fail "the second copy did not start"
-wait_state k2 held 20 || fail "the second copy did not claim"
-line=$(grep "issuing IDs with node id 41" "$copy/server.log" | tail -1)
+node_start r1 && wait_state r1 held 10 || fail "the first copy did not claim"
+q r1 -c "SELECT next_id('per_minute')" >/dev/null
+kill9 r1
+node_start r2 || fail "the second copy did not start"
+wait_state r2 held 20 || fail "the second copy did not claim"
+line=$(grep "issuing IDs with node id 43" "$copy/server.log" | tail -1)
 lacks "the second copy of one stopped directory raises (its token is no longer etcd's)" "$line" "its own mark"
 fi
 
@@ -284,7 +292,7 @@ ahead=$(( $(ectl get --print-value-only "$PREFIX/mark/7" | cut -d' ' -f1) - $(da
     fail "after the wait the mark leads the clock by $ahead ms"
 fi
 
-for n in c1 c2 g1 k1 k2 s1 s2 s3 w1 a1 b1; do
+for n in c1 c2 g1 k1 r1 r2 s1 s2 s3 w1 a1 b1; do
     [ -f "${dir_of[$n]}/server.log" ] || continue
     grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
         fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"

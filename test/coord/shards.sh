@@ -24,12 +24,9 @@
 #     this: 2 IDs a minute below the previous holder's).
 #   7 the same for a node id: a node takes over a node id whose previous
 #     holder's clock ran 60 s ahead, restarts cleanly before its first ID of
-#     a one-minute layout, and finds its own mark: the layout should still
-#     issue above the previous holder's IDs. OPEN: it issues below them (the
-#     nemesis run found it, seed 20261124): the raise of a layout with long
-#     ticks that had no slot in that life is not recorded, and the restart
-#     takes the released mark for its own. Not run by default until fixed
-#     (SHARDS_SECTIONS=7 runs it; it fails).
+#     a one-minute layout, and finds its own mark: the layout still issues
+#     above the previous holder's IDs, from the claim floor its node state
+#     kept (the nemesis run found this, seed 20261124: 2 IDs below).
 set -u
 . scripts/lib.sh
 . test/coord/lib.sh
@@ -37,8 +34,7 @@ set -u
 coord_setup 56600
 etcd_main 24391 24491
 PREFIX=/sh
-# Section 7 is a known open defect of issue 37 (below), run only when asked.
-sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6} "
+sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6 7} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
 # --- 1: an explicit shard equal to another node's id -------------------------
