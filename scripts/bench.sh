@@ -322,6 +322,17 @@ else
 fi
 echo
 
+# --- 5d. Citus ------------------------------------------------------------------
+# Inserts into a distributed table through the coordinator and through all
+# three nodes, next to bigserial and gen_random_uuid() (bench/citus.sh).
+echo "## Citus: inserts into a distributed table"
+if [ $smoke = yes ]; then
+    bash bench/citus.sh 1 1 3
+else
+    bash bench/citus.sh
+fi
+echo
+
 # --- 6. the pure C++ engine ---------------------------------------------------
 echo "## The C++ core under Google Benchmark"
 build/engine_bench --benchmark_min_time=$CORE_TIME 2>/dev/null | grep -E '^BM_'

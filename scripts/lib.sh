@@ -14,6 +14,9 @@ fail() { echo "FAIL $*"; }
 check() {  # NAME EXPECTED ACTUAL
     if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi
 }
+# contains NAME TEXT WORDS / lacks NAME TEXT WORDS: TEXT has WORDS, or not.
+contains() { case $2 in *"$3"*) pass "$1" ;; *) fail "$1: expected '$3' in: $2" ;; esac; }
+lacks() { case $2 in *"$3"*) fail "$1: '$3' in: $2" ;; *) pass "$1" ;; esac; }
 
 # Runs a command as root (for apt-get and make install): directly when we
 # are root, else through sudo.

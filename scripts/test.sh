@@ -28,6 +28,11 @@ versions=${SHARDID_PG_VERSIONS-15 17 18 19}
 roots_log=$(mktemp)
 ( for v in $versions; do root_ensure "$v" >>"$roots_log" 2>&1; done ) &
 roots_job=$!
+# Citus for test/citus/citus.sh (scripts/citus.sh): built once per machine,
+# in the background and niced; the suite waits for it (a lock) when it runs.
+. scripts/citus.sh
+citus_log=$(mktemp)
+( citus_ensure >>"$citus_log" 2>&1 ) &
 log "building and installing shardid"
 build_install || { broken build "make or make install failed"; finish; }
 

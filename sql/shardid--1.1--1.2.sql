@@ -82,6 +82,18 @@ CREATE FUNCTION shardid_carrier_body(name text, epoch timestamptz, time_unit int
 COMMENT ON FUNCTION shardid_carrier_body(text, timestamptz, interval, integer, integer, integer) IS
     'the SQL body of the function that carries a layout''s definition through pg_dump';
 
+-- On Citus a carrier is a distributed function: Citus creates it on every
+-- node, nodes added later included, and refuses DEPENDS ON EXTENSION for it;
+-- it gets an automatic dependency on the extension instead, so DROP
+-- EXTENSION still drops it (src/pg/carrier_deps.cpp, which also records it
+-- on the workers at DROP EXTENSION).
+CREATE FUNCTION shardid_carrier_depend(carrier regprocedure) RETURNS void
+    AS 'MODULE_PATHNAME', 'shardid_carrier_depend'
+    LANGUAGE C STRICT;
+REVOKE EXECUTE ON FUNCTION shardid_carrier_depend(regprocedure) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_carrier_depend(regprocedure) IS
+    'record that a layout carrier Citus distributed is dropped with the extension (superusers)';
+
 CREATE FUNCTION shardid_make_carrier(layout_name text) RETURNS void
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -89,6 +101,7 @@ CREATE FUNCTION shardid_make_carrier(layout_name text) RETURNS void
 DECLARE
     l record;
     fn text;
+    distributed boolean := false;
 BEGIN
     SELECT u.* INTO l FROM @extschema@.shardid_user_layout u WHERE u.name = layout_name;
     IF NOT FOUND THEN
@@ -102,8 +115,17 @@ BEGIN
                    format('definition of the shardid layout "%s", carried through pg_dump ahead of the table rows', l.name));
     IF NOT EXISTS (SELECT FROM pg_depend d
                     WHERE d.classid = 'pg_proc'::regclass AND d.objid = fn::regprocedure
-                      AND d.refclassid = 'pg_extension'::regclass AND d.deptype IN ('x', 'e')) THEN
-        EXECUTE format('ALTER FUNCTION %s DEPENDS ON EXTENSION shardid', fn);
+                      AND d.refclassid = 'pg_extension'::regclass AND d.deptype IN ('x', 'e', 'a')) THEN
+        IF to_regclass('pg_catalog.pg_dist_object') IS NOT NULL THEN
+            EXECUTE 'SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_object o '
+                    'WHERE o.classid = ''pg_catalog.pg_proc''::pg_catalog.regclass AND o.objid = $1)'
+                INTO distributed USING fn::regprocedure::oid;
+        END IF;
+        IF distributed THEN
+            PERFORM @extschema@.shardid_carrier_depend(fn::regprocedure);
+        ELSE
+            EXECUTE format('ALTER FUNCTION %s DEPENDS ON EXTENSION shardid', fn);
+        END IF;
     END IF;
 END $$;
 REVOKE EXECUTE ON FUNCTION shardid_make_carrier(text) FROM PUBLIC;
@@ -116,8 +138,24 @@ CREATE OR REPLACE FUNCTION create_layout(name text, epoch timestamptz, time_unit
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    citus_group integer;
 BEGIN
     PERFORM @extschema@.shardid_check_layout(name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
+    -- On Citus, layouts are the coordinator's: Citus gives its carriers to
+    -- every node (docs/citus.md); one made on a worker would be that
+    -- worker's alone.
+    IF to_regclass('pg_catalog.pg_dist_local_group') IS NOT NULL THEN
+        EXECUTE 'SELECT groupid FROM pg_catalog.pg_dist_local_group' INTO citus_group;
+        IF citus_group IS DISTINCT FROM 0 THEN
+            RAISE EXCEPTION 'layouts are created on the Citus coordinator'
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      DETAIL = format('This node is a Citus worker (group %s): a layout made here would exist on '
+                                      'this node only, while Citus gives the coordinator''s layouts to every node.',
+                                      citus_group),
+                      HINT = 'Run create_layout() on the coordinator.';
+        END IF;
+    END IF;
     BEGIN
         INSERT INTO @extschema@.shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
         VALUES (name, epoch, time_unit, time_bits, shard_bits, sequence_bits);

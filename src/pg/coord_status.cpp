@@ -7,6 +7,7 @@ extern "C" {
 }
 
 #include "pg/coord_claim.hpp"
+#include "pg/node_source.hpp"
 #include "pg/row.hpp"
 #include "pg/settings.hpp"
 #include "pg/shared.hpp"
@@ -22,14 +23,18 @@ using namespace shardid::pg;
 
 constexpr int columns = 15;
 
-// The columns of a node whose id comes from shardid.node_id.
-Datum from_setting(FunctionCallInfo fcinfo)
+// The columns of a node whose id comes from shardid.node_id, or from its
+// Citus group id (read here, in this database).
+Datum from_setting(FunctionCallInfo fcinfo, bool citus)
 {
     Row<columns> row;
     const char* refused = refused_reason();
-    row.add(CStringGetTextDatum("setting"));
-    row.add(CStringGetTextDatum(refused ? "misconfigured" : node_id >= 0 ? "configured" : "unset"));
-    node_id >= 0 ? row.add(Int32GetDatum(node_id)) : row.add_null();
+    int64 id = node_id;
+    if (citus && refused == nullptr)
+        refused = citus_group_problem(&id);
+    row.add(CStringGetTextDatum(citus ? "citus" : "setting"));
+    row.add(CStringGetTextDatum(refused ? "misconfigured" : id >= 0 ? "configured" : "unset"));
+    id >= 0 ? row.add(Int32GetDatum(int32(id))) : row.add_null();
     while (row.n < 10)
         row.add_null();                                                // claimed_at .. endpoint: no claim, no etcd
     refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
@@ -44,7 +49,7 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
 {
     attach_if_needed();
     if (!coord_enabled())
-        return from_setting(fcinfo);
+        return from_setting(fcinfo, node_id_source_setting == int(NodeIdSourceSetting::citus));
     CoordShared& c = coord_shared();
     char state[32], endpoint[256], err[512], lease[24];
     int64 ttl, claimed_at, last_ok;

@@ -39,4 +39,8 @@ char* carrier_name(const char* name);
 // The entry of a compiled-in preset.
 LayoutEntry& preset_entry(const Layout& preset);
 
+// Installs the utility hook that makes DROP EXTENSION shardid drop the
+// carriers Citus distributed (src/pg/carrier_deps.cpp). From _PG_init.
+void carriers_init();
+
 }  // namespace shardid::pg

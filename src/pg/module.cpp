@@ -3,6 +3,7 @@
 #include "pg/pg.hpp"
 
 #include "pg/coord_worker.hpp"
+#include "pg/layouts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shard_claims.hpp"
 #include "pg/shmem.hpp"
@@ -21,4 +22,5 @@ void _PG_init(void)
     shard_claims_init();
     wal_init();
     coord_register_worker();
+    carriers_init();
 }

@@ -120,8 +120,12 @@ const NodeIdSource& node_id_source()
 {
     if (refused_reason() != nullptr)
         return refused_source;
-    return node_id_source_setting == int(NodeIdSourceSetting::etcd) ? etcd_source()
-                                                                    : static_cast<const NodeIdSource&>(setting_source);
+    switch (NodeIdSourceSetting(node_id_source_setting)) {
+    case NodeIdSourceSetting::etcd: return etcd_source();
+    case NodeIdSourceSetting::citus: return citus_source();
+    case NodeIdSourceSetting::setting: break;
+    }
+    return setting_source;
 }
 
 }  // namespace shardid::pg

@@ -1,6 +1,7 @@
 // Where this node's id comes from, as generation sees it: one interface,
-// implemented once from shardid.node_id (src/pg/node_source.cpp) and once
-// from a claim held in etcd (src/pg/coord_claim.cpp). Generation
+// implemented from shardid.node_id (src/pg/node_source.cpp), from a claim
+// held in etcd (src/pg/coord_claim.cpp) and from the node's Citus group id
+// (src/pg/citus_source.cpp). Generation
 // (src/pg/generate.cpp) asks the source for the id once per ID, confirms
 // the ticket once the ID is covered and before it is returned, and waits
 // through the source when it has no id right now; it has no branch per
@@ -34,7 +35,7 @@ struct SourceTicket {
 
 class NodeIdSource {
 public:
-    // "setting" or "etcd": shardid.node_id_source's value.
+    // "setting", "etcd" or "citus": shardid.node_id_source's value.
     virtual const char* name() const = 0;
     // May this node issue an ID now? Every time-based ID asks, whatever its
     // shard: the node's clock and mark are what keep its IDs apart, and with
@@ -86,5 +87,11 @@ const NodeIdSource& node_id_source();
 
 // The etcd claim's implementation (src/pg/coord_claim.cpp).
 const NodeIdSource& etcd_source();
+
+// The node's Citus group id's (src/pg/citus_source.cpp); and for
+// shardid_coordination(), the group id (*group, -1: none) or why there is
+// none (nullptr: there is one). Reads only.
+const NodeIdSource& citus_source();
+const char* citus_group_problem(int64* group);
 
 }  // namespace shardid::pg

@@ -70,6 +70,7 @@ namespace {
 const config_enum_entry source_options[] = {
     {"setting", int(NodeIdSourceSetting::setting), false},
     {"etcd", int(NodeIdSourceSetting::etcd), false},
+    {"citus", int(NodeIdSourceSetting::citus), false},
     {nullptr, 0, false},
 };
 
@@ -131,9 +132,10 @@ constexpr int coord_flags = GUC_SUPERUSER_ONLY;  // none of the coordination set
 
 const Setting settings[] = {
     {"shardid.node_id_source", Kind::enumeration, &node_id_source_setting,
-     "Where this node's id comes from: setting or etcd.",
+     "Where this node's id comes from: setting, etcd or citus.",
      "setting: shardid.node_id as configured. etcd: claimed from etcd at server start, with fencing and marks, so "
-     "that no two nodes use one id.",
+     "that no two nodes use one id. citus: the node's Citus group id (0 on the coordinator), read from Citus' "
+     "metadata in the database that generates.",
      int(NodeIdSourceSetting::setting), 0, 0, nullptr, source_options, PGC_POSTMASTER, coord_flags, nullptr, nullptr,
      true},
     {"shardid.node_id", Kind::integer, &node_id,

@@ -25,7 +25,7 @@ extern int uuidv7_shard_bits;  // shardid.uuidv7_shard_bits: the shard field's w
 
 // Where the node id comes from (shardid.node_id_source, server start; the
 // source itself: src/pg/node_source.hpp).
-enum class NodeIdSourceSetting : int { setting = 0, etcd = 1 };
+enum class NodeIdSourceSetting : int { setting = 0, etcd = 1, citus = 2 };
 extern int node_id_source_setting;
 inline bool coord_enabled() { return node_id_source_setting == int(NodeIdSourceSetting::etcd); }
 

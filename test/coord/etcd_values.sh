@@ -37,9 +37,6 @@ proxies=()
 trap 'kill ${proxies[*]:-} 2>/dev/null; coord_cleanup' EXIT
 log_of() { cat "${dir_of[$1]}/server.log"; }
 last_error() { q "$1" -c "SELECT last_error FROM shardid_coordination()"; }
-# contains NAME TEXT WORDS: a check that TEXT contains WORDS.
-contains() { case $2 in *"$3"*) pass "$1" ;; *) fail "$1: expected '$3' in: $2" ;; esac; }
-lacks() { case $2 in *"$3"*) fail "$1: '$3' in: $2" ;; *) pass "$1" ;; esac; }
 
 # --- 1: counters beyond what shardid could have written ------------------------
 PREFIX=/v1

@@ -36,9 +36,9 @@ ROOMS = [
                       "pg/etcd_settings.hpp", "pg/wait_event.hpp"]),
     ("node state", 3, ["pg/state_file.*", "pg/wal.*", "pg/shmem.*", "pg/shared.hpp", "pg/persist.cpp",
                        "pg/coord_shared.hpp"]),
-    ("node-id sources", 4, ["pg/node_source.*", "pg/coord_claim.*", "pg/shard_claims.hpp", "pg/shard_claims.cpp"]),
+    ("node-id sources", 4, ["pg/node_source.*", "pg/citus_source.cpp", "pg/coord_claim.*", "pg/shard_claims.hpp", "pg/shard_claims.cpp"]),
     ("generation", 5, ["pg/generate.*"]),
-    ("layouts", 5, ["pg/layouts.*"]),
+    ("layouts", 5, ["pg/layouts.*", "pg/carrier_deps.cpp"]),
     ("SQL functions and processes", 6, ["pg/*"]),
 ]
 MAX_LINES = 500

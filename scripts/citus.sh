@@ -1,0 +1,159 @@
+# Citus for the Citus suite (test/citus/): Citus is not in Debian, so it is
+# built from the vendored source (../shared/vendor, next to the clone: the
+# tarball and a patch for Debian 12's PostgreSQL 15.20, see its README), once
+# per machine, into a staging directory cached beside the Debian roots
+# (scripts/roots.sh), then copied into PostgreSQL's directories when a suite
+# needs it. Source it after scripts/lib.sh and scripts/roots.sh.
+#
+#   citus_source        the directory holding the tarball (1: none; says why)
+#   citus_ensure        build and stage Citus unless cached (the recipe: the
+#                       tarball's and the patch's checksums, the PostgreSQL)
+#   citus_install       copy the staged files into PostgreSQL's directories
+#   citus_available     citus_ensure and citus_install; prints "SKIP ..." and
+#                       returns 2 when there is neither source nor build
+#   cnode_up NAME PORT CONF...  a new Citus node (TCP on 127.0.0.1), running,
+#                       with the citus extension; cnode_start, cnode_stop,
+#                       cnode_conf NAME LINE..., cq NAME PSQL-ARGS...,
+#                       cnode_add NAME (on the coordinator "c"),
+#                       cnodes_stop (all of them, immediately)
+#
+# Needs root for apt-get and the copy (as_root); CI runs as root.
+CITUS_VERSION=13.2.2
+citus_stage() { echo "$SHARDID_ROOTS/citus-$CITUS_VERSION-pg$PG_MAJOR"; }
+citus_deps="liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+
+citus_source() {
+    local d
+    for d in ${SHARDID_VENDOR:-} "$PWD/../shared/vendor"; do
+        if [ -f "$d/citus-$CITUS_VERSION.tar.gz" ]; then
+            (cd "$d" && pwd)
+            return 0
+        fi
+    done
+    echo "no citus-$CITUS_VERSION.tar.gz in \$SHARDID_VENDOR or ../shared/vendor next to this clone" >&2
+    return 1
+}
+
+citus_recipe() {
+    local src=$1
+    echo "recipe 1; citus $CITUS_VERSION; postgresql $("$PG_CONFIG" --version)"
+    (cd "$src" && sha256sum "citus-$CITUS_VERSION.tar.gz" citus-"$CITUS_VERSION"-*.patch 2>/dev/null)
+}
+
+# One build at a time (the test command starts one in the background, the
+# suite asks again and waits for it).
+citus_ensure() {
+    as_root mkdir -p "$SHARDID_ROOTS" || return 1
+    (
+        flock 9
+        citus_ensure_locked
+    ) 9>"$SHARDID_ROOTS/citus.lock"
+}
+
+citus_ensure_locked() {
+    local stage src build new
+    stage=$(citus_stage)
+    if ! src=$(citus_source 2>/dev/null); then
+        # No source: a stage built before still serves.
+        [ -f "$stage/.shardid-citus" ] && return 0
+        citus_source >/dev/null
+        return 1
+    fi
+    [ -f "$stage/.shardid-citus" ] && [ "$(cat "$stage/.shardid-citus")" = "$(citus_recipe "$src")" ] && return 0
+    local missing=() p
+    for p in $citus_deps; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    if [ ${#missing[@]} -gt 0 ]; then
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+            >/dev/null 2>&1 ||
+            { as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+              as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+                  >/dev/null; } || return 1
+    fi
+    log "building Citus $CITUS_VERSION for PostgreSQL $PG_MAJOR into $stage (once per machine)"
+    build=$(mktemp -d "${TMPDIR:-/tmp}/shardid-citus.XXXXXX")
+    new="$stage.new"
+    (
+        set -e
+        cd "$build"
+        tar -xzf "$src/citus-$CITUS_VERSION.tar.gz"
+        cd "citus-$CITUS_VERSION"
+        for p in "$src"/citus-"$CITUS_VERSION"-*.patch; do [ -f "$p" ] && patch -s -p1 <"$p"; done
+        ./configure --without-libcurl PG_CONFIG="$PG_CONFIG" >"$build/configure.log" 2>&1
+        # A background build: it gives way to the suites that run meanwhile.
+        nice -n 19 make -s -j2 with_llvm=no >"$build/make.log" 2>&1
+        as_root rm -rf "$new"
+        as_root make -s install with_llvm=no DESTDIR="$new" >"$build/install.log" 2>&1
+    ) || {
+        tail -20 "$build"/*.log >&2
+        rm -rf "$build"
+        return 1
+    }
+    rm -rf "$build"
+    citus_recipe "$src" | as_root tee "$new/.shardid-citus" >/dev/null
+    as_root rm -rf "$stage" && as_root mv "$new" "$stage"
+}
+
+# The staged tree mirrors / (make install's DESTDIR): copying it installs
+# citus.so, its control file and SQL scripts into this PostgreSQL.
+citus_install() {
+    local stage
+    stage=$(citus_stage)
+    [ -f "$stage/.shardid-citus" ] || return 1
+    as_root cp -a "$stage/usr" /
+}
+
+citus_available() {
+    local err
+    err=$(mktemp)
+    if ! citus_ensure >/dev/null 2>"$err"; then
+        if ! why=$(citus_source 2>&1 >/dev/null) && [ ! -f "$(citus_stage)/.shardid-citus" ]; then
+            echo "SKIP citus: $why"
+            rm -f "$err"
+            return 2
+        fi
+        cat "$err" >&2
+        rm -f "$err"
+        echo "FAIL citus: Citus $CITUS_VERSION did not build"
+        return 1
+    fi
+    rm -f "$err"
+    citus_install || { echo "FAIL citus: could not install the staged Citus"; return 1; }
+}
+
+# Nodes live in $cwork (set it to a pg_tmpdir first).
+declare -A cport_of cdir_of
+cnode_up() {  # NAME PORT CONF-LINES...
+    local name=$1 port=$2 d
+    shift 2
+    d=$cwork/$name
+    mkdir -p "$d" && { [ "$(id -u)" != 0 ] || chown postgres: "$d"; }
+    cdir_of[$name]=$d
+    cport_of[$name]=$port
+    cluster_init "$d" "shared_preload_libraries = 'citus,shardid'" "listen_addresses = '127.0.0.1'" \
+        "max_prepared_transactions = 100" "max_connections = 200" "wal_level = logical" "$@" || return 1
+    cnode_start "$name" && cq "$name" -c "CREATE EXTENSION citus" >/dev/null
+}
+cnode_start() {
+    as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[$1]}/data" -l "${cdir_of[$1]}/server.log" -o "-p ${cport_of[$1]}" \
+        -w -t 60 start >/dev/null
+}
+cnode_stop() { as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[$1]}/data" stop -m fast >/dev/null; }
+cnode_conf() {  # NAME LINE...: appended to postgresql.conf (the last line wins)
+    local n=$1
+    shift
+    printf '%s\n' "$@" | as_pg tee -a "${cdir_of[$n]}/data/postgresql.conf" >/dev/null
+}
+cq() {
+    local n=$1
+    shift
+    as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[$n]}" -U postgres -X -At -v ON_ERROR_STOP=1 "$@"
+}
+cnode_add() { cq c -c "SELECT citus_add_node('127.0.0.1', ${cport_of[$1]})" >/dev/null; }
+cnodes_stop() {
+    local n
+    for n in "${!cdir_of[@]}"; do
+        as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[$n]}/data" stop -m immediate >/dev/null 2>&1
+    done
+}

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# shardid on Citus (docs/citus.md): a coordinator and two workers with
+# metadata (MX), PostgreSQL 15, Citus built from ../shared/vendor
+# (scripts/citus.sh, cached once per machine). Prints PASS/FAIL lines; run
+# from the repository root. Where there is neither a built Citus nor its
+# source, prints one SKIP line with the reason and exits 0.
+#   1 CREATE EXTENSION shardid on the coordinator reaches the workers;
+#     shardid.node_id_source = citus: each node's id is its group id; a
+#     node not yet in a cluster refuses (55000) instead of issuing under
+#     group 0, the coordinator's.
+#   2 create_layout() on the coordinator (before: "distributed functions are
+#     not allowed to depend on an extension"); the layout on every worker;
+#     create_layout() on a worker refused (55000); per-shard defaults
+#     (next_instagram_id(5)) refused with a hint, never duplicated, unless
+#     shardid.shards lists the shard; a group id beyond a layout's node
+#     field, and a database without Citus, refused (55000).
+#   3 a load through all three nodes for CITUS_SECONDS (60) on every write
+#     path (test/citus/load.py: router, multi-row, COPY, reference table,
+#     tenant schemas, INSERT ... SELECT pushed down and repartitioned),
+#     with a shard move, a tenant schema move and a rebalance meanwhile:
+#     no duplicate, IDs in order per client, each decoding to its node.
+#   4 a worker added after the layout exists has it; pg_dump of the
+#     coordinator carries the layouts; DROP EXTENSION drops every carrier;
+#     a standby of a worker refuses, and once promoted (its clock 5 s
+#     behind) issues under the worker's group id above the worker's IDs.
+#   5 negative control: the same load with every node on one hand-set id
+#     (shardid.node_id_source = setting) gives duplicates.
+set -u
+. scripts/lib.sh
+. scripts/roots.sh
+. scripts/citus.sh
+
+citus_available
+case $? in 0) ;; 2) exit 0 ;; *) exit 1 ;; esac
+
+base=${CITUS_PORT_BASE:-58700}
+cwork=$(pg_tmpdir)
+trap 'cnodes_stop; rm -rf "$cwork"' EXIT
+q() { cq "$@"; }
+q_err() { q "$1" -c "\\set VERBOSITY verbose" -c "$2" 2>&1 >/dev/null | head -3 | tr '\n' ' '; }
+
+# --- 1: the extension and the node ids ------------------------------------------
+src="shardid.node_id_source = citus"
+cnode_up c "$base" "$src" || { fail "citus: the coordinator did not start"; exit 1; }
+cnode_up w1 $((base + 1)) "$src" && cnode_up w2 $((base + 2)) "$src" || { fail "citus: a worker did not start"; exit 1; }
+q c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null
+cnode_add w1 && cnode_add w2 || { fail "citus: citus_cnode_add failed"; exit 1; }
+q c -c "CREATE EXTENSION shardid" >/dev/null
+check "CREATE EXTENSION shardid on the coordinator reaches both workers" "1.2 1.2" \
+    "$(q w1 -c "SELECT extversion FROM pg_extension WHERE extname = 'shardid'") $(q w2 -c "SELECT extversion FROM pg_extension WHERE extname = 'shardid'")"
+for n in c w1 w2; do
+    check "node_id_source = citus: $n's node id is its Citus group id" \
+        "$(q "$n" -c "SELECT groupid FROM pg_dist_local_group")" \
+        "$(q "$n" -c "SELECT node_id FROM shardid_coordination() WHERE source = 'citus' AND state = 'configured'")"
+done
+check "a TraceId made on w2 decodes to group 2" "2" "$(q w2 -c "SELECT (trace_id_decode(next_trace_id())).node_no")"
+cnode_up w3 $((base + 3)) "$src" || fail "w3 did not start"
+q w3 -c "CREATE EXTENSION shardid" >/dev/null
+err=$(q_err w3 "SELECT next_trace_id()")
+contains "a Citus node not yet in a cluster refuses to issue (55000)" "$err" "55000"
+contains "... saying it is not in the cluster's metadata" "$err" "is not in the cluster's metadata"
+check "... and shardid_coordination() says misconfigured" "misconfigured" \
+    "$(q w3 -c "SELECT state FROM shardid_coordination()")"
+q w3 -c "DROP EXTENSION shardid" >/dev/null
+
+# --- 2: layouts -------------------------------------------------------------------
+out=$(q c -c "SELECT create_layout('per_minute', '2024-01-01', '1 minute', 30, 13, 20)" 2>&1)
+check "create_layout() on the Citus coordinator succeeds" "" "$out"
+check "... its carrier is dropped with the extension (an automatic dependency, not DEPENDS ON EXTENSION)" "a" \
+    "$(q c -c "SELECT string_agg(deptype::text, '') FROM pg_depend WHERE refclassid = 'pg_extension'::regclass AND objid = 'shardid_carrier.\"shardid_layout\$per_minute\"()'::regprocedure")"
+body=$(q c -c "SELECT shardid_carrier.\"shardid_layout\$per_minute\"()")
+for n in w1 w2; do
+    check "the layout is on $n, identical" "$body" "$(q "$n" -c "SELECT shardid_carrier.\"shardid_layout\$per_minute\"()")"
+done
+check "next_id('per_minute') on w1 decodes to shard 1" "1" \
+    "$(q w1 -c "SELECT (id_decode('per_minute', next_id('per_minute'))).shard")"
+err=$(q_err w1 "SELECT create_layout('on_worker', '2024-01-01', '1 second', 41, 10, 12)")
+contains "create_layout() on a worker is refused (55000)" "$err" "55000"
+contains "... pointing to the coordinator" "$err" "layouts are created on the Citus coordinator"
+err=$(q_err w1 "SELECT next_instagram_id(5)")
+contains "a per-shard default (next_instagram_id(5)) without an owner is refused (55000)" "$err" "55000"
+contains "... naming the shard" "$err" "shard 5 has no owner on this Citus node"
+q w1 -c "ALTER SYSTEM SET shardid.shards = '5'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+check "... and issued once shardid.shards on the node lists it" "5" \
+    "$(q w1 -c "SELECT (instagram_decode(next_instagram_id(5))).shard" 2>&1)"
+q w1 -c "ALTER SYSTEM RESET shardid.shards" -c "SELECT pg_reload_conf()" >/dev/null
+q c -c "SELECT create_layout('two_nodes', '2024-01-01', '1 second', 41, 1, 12)" >/dev/null
+err=$(q_err w2 "SELECT next_id('two_nodes')")
+contains "a group id beyond a layout's node field is refused (55000)" "$err" "55000"
+contains "... naming the range" "$err" "group id 2 does not fit the two_nodes layout"
+q c -c "CREATE DATABASE plain" >/dev/null 2>&1
+err=$(as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$base" -U postgres -X -At -d plain \
+    -c "CREATE EXTENSION shardid" -c "SELECT next_trace_id()" 2>&1 | tr '\n' ' ')
+contains "a database without the citus extension refuses, naming it" "$err" "Citus is not installed in this database"
+
+# --- 3: the load -----------------------------------------------------------------
+q c >/dev/null <<'SQL'
+CREATE TABLE events (id bigint NOT NULL DEFAULT next_trace_id(), tenant int NOT NULL, note text);
+SELECT create_distributed_table('events', 'tenant', shard_count := 8);
+CREATE TABLE events_copy (id bigint NOT NULL DEFAULT next_trace_id(), tenant int NOT NULL, note text);
+SELECT create_distributed_table('events_copy', 'tenant', colocate_with := 'events');
+CREATE TABLE events_by_k (id bigint NOT NULL DEFAULT next_trace_id(), k int NOT NULL, note text);
+SELECT create_distributed_table('events_by_k', 'k', shard_count := 4, colocate_with := 'none');
+CREATE TABLE ref_events (id bigint NOT NULL DEFAULT next_trace_id(), note text);
+SELECT create_reference_table('ref_events');
+SET citus.enable_schema_based_sharding TO on;
+CREATE SCHEMA tenant_1; CREATE SCHEMA tenant_2; CREATE SCHEMA tenant_3; CREATE SCHEMA tenant_4;
+CREATE TABLE tenant_1.orders (id bigint PRIMARY KEY DEFAULT next_trace_id(), note text);
+CREATE TABLE tenant_2.orders (id bigint PRIMARY KEY DEFAULT next_trace_id(), note text);
+CREATE TABLE tenant_3.orders (id bigint PRIMARY KEY DEFAULT next_trace_id(), note text);
+CREATE TABLE tenant_4.orders (id bigint PRIMARY KEY DEFAULT next_trace_id(), note text);
+SQL
+seconds=${CITUS_SECONDS:-60}
+nodes=(--node "c=$base:0" --node "w1=$((base + 1)):1" --node "w2=$((base + 2)):2")
+/usr/bin/python3 test/citus/load.py --seconds "$seconds" "${nodes[@]}" >"$cwork/load.out" 2>&1 &
+load=$!
+# Meanwhile: a shard of events from w1 to w2, a tenant schema to another
+# node, and a rebalance.
+sleep $((seconds / 4))
+shard=$(q c -c "SELECT shardid FROM pg_dist_shard_placement p JOIN pg_dist_shard s USING (shardid)
+                WHERE s.logicalrelid = 'events'::regclass AND p.nodeport = $((base + 1)) ORDER BY shardid LIMIT 1")
+moved=$(q c -c "SELECT citus_move_shard_placement($shard, '127.0.0.1', $((base + 1)), '127.0.0.1', $((base + 2)),
+                shard_transfer_mode := 'block_writes')" 2>&1 && echo ok)
+contains "a shard of events moved from w1 to w2 under load" "$moved" "ok"
+sleep $((seconds / 4))
+from=$(q c -c "SELECT nodeport FROM citus_schemas s JOIN citus_shards h ON h.colocation_id = s.colocation_id
+               WHERE s.schema_name = 'tenant_1'::regnamespace LIMIT 1")
+to=$([ "$from" = "$((base + 1))" ] && echo $((base + 2)) || echo $((base + 1)))
+moved=$(q c -c "SELECT citus_schema_move('tenant_1', '127.0.0.1', $to, shard_transfer_mode := 'block_writes')" 2>&1 &&
+    echo ok)
+contains "the tenant schema tenant_1 moved to another node under load" "$moved" "ok"
+sleep $((seconds / 4))
+moved=$(q c -c "SELECT rebalance_table_shards('events', shard_transfer_mode := 'block_writes')" 2>&1 && echo ok)
+contains "a rebalance of events under load" "$moved" "ok"
+wait "$load"
+cat "$cwork/load.out"
+
+# --- 4: a worker added later, pg_dump, DROP EXTENSION ------------------------------
+cnode_add w3 || fail "citus_add_node(w3) failed"
+check "w3, added after the layout was made, has it and issues under group 3" "3" \
+    "$(q w3 -c "SELECT (id_decode('per_minute', next_id('per_minute'))).shard" 2>&1)"
+dump=$(as_pg "$PG_BIN/pg_dump" -h 127.0.0.1 -p "$base" -U postgres postgres 2>&1)
+contains "pg_dump of the coordinator carries the layout's carrier" "$dump" 'shardid_carrier."shardid_layout$per_minute"()'
+contains "... and its catalog row" "$dump" "per_minute"$'\t'
+# --- 4b: a standby of a worker, promoted --------------------------------------------
+# Its clock 5 s behind: the worker's mark, in WAL, keeps it above.
+sb=$cwork/s1
+mkdir -p "$sb" && chown postgres: "$sb"
+as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p $((base + 1)) -U postgres -D "$sb/data" -R -X stream >/dev/null 2>&1 ||
+    fail "pg_basebackup of w1 failed"
+cdir_of[s1]=$sb; cport_of[s1]=$((base + 4))
+cnode_conf s1 "unix_socket_directories = '$sb'" "shardid.clock_offset_ms = -5000"
+cnode_start s1 || fail "the standby of w1 did not start"
+w1_max=$(q w1 -c "SELECT max(next_trace_id()) FROM generate_series(1, 2000)")
+lsn=$(q w1 -c "SELECT pg_current_wal_lsn()")
+for _ in $(seq 100); do
+    [ "$(q s1 -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ] && break
+    sleep 0.1
+done
+err=$(q_err s1 "SELECT next_trace_id()")
+contains "a standby of w1 refuses to generate" "$err" "ERROR"
+as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[w1]}/data" stop -m immediate >/dev/null
+as_pg "$PG_BIN/pg_ctl" -D "$sb/data" promote -w >/dev/null || fail "the standby did not promote"
+s1_min=$(q s1 -c "SELECT min(next_trace_id()) FROM generate_series(1, 2000)")
+check "the promoted standby issues under w1's group id" "1" "$(q s1 -c "SELECT (trace_id_decode($s1_min)).node_no")"
+check "... above every ID w1 issued, its clock 5 s behind" "t" \
+    "$([ -n "$s1_min" ] && [ -n "$w1_max" ] && [ "$s1_min" -gt "$w1_max" ] && echo t || echo "f ($s1_min <= $w1_max)")"
+as_pg "$PG_BIN/pg_ctl" -D "$sb/data" stop -m fast >/dev/null
+cnode_start w1 || fail "w1 did not start again"
+
+# The shards a move left behind are dropped by Citus' deferred cleanup;
+# until then they use next_trace_id() too (docs/citus.md).
+q c -c "DROP TABLE events, events_copy, events_by_k, ref_events" -c "DROP SCHEMA tenant_1, tenant_2, tenant_3, tenant_4 CASCADE" \
+    -c "CALL citus_cleanup_orphaned_resources()" >/dev/null 2>&1
+out=$(q c -c "DROP EXTENSION shardid" 2>&1)
+check "DROP EXTENSION shardid on the coordinator with a layout succeeds" "DROP EXTENSION" "$out"
+for n in c w1 w2 w3; do
+    check "... and leaves no carrier on $n" "0" \
+        "$(q "$n" -c "SELECT count(*) FROM pg_proc WHERE proname LIKE 'shardid_layout%'")"
+done
+
+# --- 5: negative control -------------------------------------------------------------
+q c -c "CREATE EXTENSION shardid" >/dev/null
+q c >/dev/null <<'SQL'
+CREATE TABLE events (id bigint NOT NULL DEFAULT next_trace_id(), tenant int NOT NULL, note text);
+SELECT create_distributed_table('events', 'tenant', shard_count := 8);
+SQL
+for n in c w1 w2; do
+    cnode_conf "$n" "shardid.node_id_source = setting" "shardid.node_id = 7"
+    cnode_stop "$n" && cnode_start "$n" || fail "$n did not restart"
+done
+/usr/bin/python3 test/citus/load.py --seconds 10 --expect-duplicates --paths router,multi "${nodes[@]}" 2>&1 |
+    grep -v "^PASS every\|^FAIL every"
+for n in c w1 w2 w3; do
+    grep -q "was terminated by signal\|server process .* terminated" "${cdir_of[$n]}/server.log" &&
+        fail "a process of $n crashed: $(grep -m1 'terminated' "${cdir_of[$n]}/server.log")"
+done
+true
