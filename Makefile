@@ -88,6 +88,12 @@ tapcheck:
 	$(prove_installcheck)
 .PHONY: tapcheck
 
+# The quick loop (build, the structure check, unit tests, pg_regress; about
+# 2 minutes): the one command to run after every change.
+quick:
+	bash scripts/quick.sh
+.PHONY: quick
+
 # PGXN distribution: shardid-<version>.zip of the committed tree.
 dist:
 	@mkdir -p build

@@ -80,6 +80,19 @@ record_script() {
     record "$name" "$ok" "$bad"
 }
 
+# run_gtest NAME BINARY: counts a GoogleTest binary's tests; a crash, or a
+# sanitizer that fired, counts as a failure.
+run_gtest() {  # NAME BINARY
+    local out
+    out=$("$2" 2>&1)
+    local rc=$?
+    local ok bad
+    ok=$(grep -c '^\[       OK \]' <<<"$out")
+    bad=$(grep -c '^\[  FAILED  \] [A-Za-z].*\..* (' <<<"$out")
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi  # crashed, or a sanitizer fired
+    [ "$bad" -gt 0 ] && tail -40 <<<"$out"
+    record "$1" "$ok" "$bad"
+}
 # regress_lines OUT: pg_regress's per-test lines as PASS/FAIL lines. Up to
 # PostgreSQL 15 pg_regress prints "test NAME ... ok"; from 16 on it prints
 # TAP: "ok 1 - NAME" / "not ok 1 - NAME".
@@ -131,6 +144,13 @@ run_regress() {
     # in its lines still fails.
     [ "$rc" -ne 0 ] && ! grep -q '^FAIL' <<<"$(regress_lines "$out")" && out+=$'\nnot ok 0 - exit_status_'"$rc"
     record_regress "pg_regress ($PGV, $name)" "$out" "$dir"
+}
+
+# run_regress_all: pg_regress preloaded (the Makefile's REGRESS, the one
+# test list) and not preloaded.
+run_regress_all() {
+    run_regress "preloaded" test/regress/regress.conf $(sed -n 's/^REGRESS = //p' Makefile)
+    run_regress "not preloaded" test/regress/nopreload.conf nopreload
 }
 
 # run_tap: PostgreSQL's TAP framework (PostgreSQL::Test::Cluster), failover

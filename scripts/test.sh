@@ -7,6 +7,8 @@
 #   - PostgreSQL's TAP framework: failover to a streaming standby,
 #   - fault, hostile, multi-node and randomness scenarios on real servers,
 #   - the one-version-truth check (control file, META.json, debian/, SQL),
+#   - Citus: a coordinator and two workers (test/citus/citus.sh), with Citus
+#     built once per machine from ../shared/vendor (scripts/citus.sh),
 # all on PostgreSQL 15 natively; then, in cached Debian roots (scripts/
 # roots.sh), the Debian package of PostgreSQL 15, 17, 18 and 19 and, on 17,
 # 18 and 19, pg_regress, the integration tests and the TAP scenarios against it.
@@ -31,23 +33,12 @@ roots_job=$!
 # Citus for test/citus/citus.sh (scripts/citus.sh): built once per machine,
 # in the background and niced; the suite waits for it (a lock) when it runs.
 . scripts/citus.sh
-citus_log=$(mktemp)
-( citus_ensure >>"$citus_log" 2>&1 ) &
+# (Its errors, if any, come again from the suite's own call.)
+( citus_ensure >/dev/null 2>&1 ) &
 log "building and installing shardid"
 build_install || { broken build "make or make install failed"; finish; }
 
 # --- unit tests -------------------------------------------------------------
-run_gtest() {  # NAME BINARY
-    local out
-    out=$("$2" 2>&1)
-    local rc=$?
-    local ok bad
-    ok=$(grep -c '^\[       OK \]' <<<"$out")
-    bad=$(grep -c '^\[  FAILED  \] [A-Za-z].*\..* (' <<<"$out")
-    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi  # crashed, or a sanitizer fired
-    [ "$bad" -gt 0 ] && tail -40 <<<"$out"
-    record "$1" "$ok" "$bad"
-}
 mkdir -p build
 if make -s -j2 unit >/dev/null 2>build/unit.log; then  # the plain and the sanitized build side by side
     run_gtest "unit (core)" build/unit_tests
@@ -75,9 +66,7 @@ fi
 # --- pg_regress -------------------------------------------------------------
 work=$(pg_tmpdir)
 trap 'rm -rf "$work"' EXIT
-# The one test list is the Makefile's REGRESS.
-run_regress "preloaded" test/regress/regress.conf $(sed -n 's/^REGRESS = //p' Makefile)
-run_regress "not preloaded" test/regress/nopreload.conf nopreload
+run_regress_all
 
 # --- TAP (PostgreSQL::Test::Cluster): failover and replication ------------
 run_tap

@@ -14,7 +14,10 @@
   errors    every SQLSTATE the code raises (an ERRCODE_ of src/, a RAISE of
             the current install script, P0001 for a RAISE without one) is in
             README.md's errors table, and every code there is raised;
-  format    src/ and the C++ tests are as .clang-format formats them.
+  format    src/ and the C++ tests are as .clang-format formats them;
+  root      nothing at the top of the tree but what the project's shape
+            names (README.md, "The project's shape"), or what .gitignore
+            ignores (build output, fuzzer artifacts): a stray file fails.
 
 `check.py ROOT` prints PASS/FAIL lines; `check.py --self-test ROOT` plants
 one defect of each kind in a copy of the tree and checks that it is caught.
@@ -250,8 +253,30 @@ def check_format(root):
     return [f"{f} is not formatted: run clang-format -i {f}" for f in files] or [r.stderr.strip()[:400]]
 
 
+# The top of the tree: the project's shape, and the tools' own files.
+ROOT_ENTRIES = {"src", "sql", "expected", "test", "Makefile", "shardid.control", "README.md", "docs", "bench",
+                "scripts", "debian", "META.json", "CHANGELOG.md", "LICENSE", ".ci", ".clang-format", ".gitignore",
+                ".git"}
+
+
+def ignored_patterns(root):
+    try:
+        with open(os.path.join(root, ".gitignore"), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return []
+    return [l.strip().strip("/") for l in lines if l.strip() and not l.startswith("#") and "/" not in l.strip().strip("/")]
+
+
+def check_root(root):
+    patterns = ignored_patterns(root)
+    return [f"{name} at the top of the tree is not part of the project's shape (move it, or remove it)"
+            for name in sorted(os.listdir(root))
+            if name not in ROOT_ENTRIES and not any(fnmatch.fnmatch(name, p) for p in patterns)]
+
+
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("suites", check_suites),
-          ("settings", check_settings), ("errors", check_errors), ("format", check_format)]
+          ("settings", check_settings), ("errors", check_errors), ("format", check_format), ("root", check_root)]
 
 
 def run(root):
@@ -292,6 +317,8 @@ def plant(root, name):
         append("src/pg/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
     elif name == "format":
         append("src/pg/trace.cpp", "int   badly_formatted ( ) {return 0 ;}\n")
+    elif name == "root":
+        append("notes.txt", "a stray file\n")
 
 
 def self_test(root):
@@ -301,7 +328,7 @@ def self_test(root):
             for part in ("src", "test", "docs", "bench", "sql"):
                 shutil.copytree(os.path.join(root, part), os.path.join(tmp, part),
                                 ignore=shutil.ignore_patterns("*.o", "__pycache__"))
-            for part in ("README.md", ".clang-format", "shardid.control"):
+            for part in ("README.md", ".clang-format", "shardid.control", ".gitignore"):
                 shutil.copy(os.path.join(root, part), tmp)
             clean = fn(tmp)
             plant(tmp, name)
