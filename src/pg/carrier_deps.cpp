@@ -39,7 +39,6 @@ namespace shardid::pg {
 
 namespace {
 
-constexpr const char* carrier_schema_name = "shardid_carrier";
 ProcessUtility_hook_type prev_utility = nullptr;
 
 // Does function `fn` depend on an extension, in any way?

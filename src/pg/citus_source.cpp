@@ -143,8 +143,8 @@ void raise_no_group(NoGroup why, int64 local, int rows)
     case NoGroup::not_in_metadata:
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("this node's Citus group %lld is not in the cluster's metadata", (long long)local),
-                        errdetail("A node gets its group id when it is added to a Citus cluster; until then it has "
-                                  "group 0, the coordinator's, and IDs under it could equal the coordinator's."),
+                        errdetail("A node gets its group id when it is added to a Citus cluster; until then its "
+                                  "group id is no one's own, and IDs under it could equal another node's."),
                         errhint("On the coordinator, run SELECT citus_set_coordinator_host(...) once and "
                                 "SELECT citus_add_node(...) for each worker, then generate IDs again.")));
         break;

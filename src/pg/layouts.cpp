@@ -64,8 +64,6 @@ bool checked_layout(const char* name, int64 epoch_ms, int64 unit_ms, int32 time_
     });
 }
 
-constexpr const char* carrier_schema_name = "shardid_carrier";
-
 // The per-backend cache of user layouts holds only committed definitions,
 // by the same mechanism that keeps PostgreSQL's own caches right: a change
 // of the catalog sends an invalidation (the statement trigger

@@ -29,6 +29,9 @@ void check_layout_name(const char* name, int len);
 Layout user_layout(const char* name, TimestampTz epoch, const Interval* unit, int32 time_bits, int32 shard_bits,
                    int32 sequence_bits);
 
+// The schema of the layout carriers (the extension's; sql/shardid--1.2.sql).
+inline constexpr const char* carrier_schema_name = "shardid_carrier";
+
 // The SQL body of a layout's "shardid_layout$<name>"() function, which
 // carries its definition through pg_dump ahead of the catalog's rows.
 char* carrier_body(const Layout& layout);
