@@ -82,3 +82,17 @@ DROP ROLE key_user;
 SELECT drop_obfuscation_key('other');
 SELECT obfuscate_id(5, 'other');
 \echo :LAST_ERROR_SQLSTATE
+
+-- Without Citus the key ring is the node's own: its trigger sends nothing,
+-- shardid_sync_keys() is refused, saying why, and an ordinary role cannot
+-- write the ring through shardid_key_apply() (docs/citus.md).
+SELECT create_obfuscation_key('local_only');
+SELECT drop_obfuscation_key('local_only');
+SELECT shardid_sync_keys();
+\echo :LAST_ERROR_SQLSTATE
+CREATE ROLE key_user;
+SET ROLE key_user;
+SELECT shardid_key_apply('default', '\x00000000000000000000000000000000', now());
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+DROP ROLE key_user;

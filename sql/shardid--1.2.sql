@@ -510,6 +510,35 @@ CREATE TRIGGER shardid_key_arrives
     BEFORE INSERT ON shardid_key
     FOR EACH ROW EXECUTE FUNCTION shardid_key_arrives();
 
+-- The key ring on Citus (src/pg/citus_keys.cpp, docs/citus.md): the
+-- coordinator's ring is every worker's.
+CREATE FUNCTION shardid_key_ring_spread() RETURNS trigger
+    AS 'MODULE_PATHNAME', 'shardid_key_ring_spread'
+    LANGUAGE C;
+COMMENT ON FUNCTION shardid_key_ring_spread() IS
+    'trigger: on a Citus coordinator, a change of the key ring reaches every worker in the same transaction; '
+    'a worker takes changes from the coordinator only';
+CREATE TRIGGER shardid_key_ring_spread
+    AFTER INSERT OR UPDATE OR DELETE ON shardid_key
+    FOR EACH ROW EXECUTE FUNCTION shardid_key_ring_spread();
+CREATE TRIGGER shardid_key_ring_spread_truncate
+    AFTER TRUNCATE ON shardid_key
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_key_ring_spread();
+CREATE FUNCTION shardid_key_apply(name text, secret bytea, created_at timestamptz) RETURNS void
+    AS 'MODULE_PATHNAME', 'shardid_key_apply'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION shardid_key_apply(text, bytea, timestamptz) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_key_apply(text, bytea, timestamptz) IS
+    'on a Citus worker, sent by the coordinator: key name arrives with its secret, or goes (secret NULL), '
+    'or every key goes (name NULL) (superusers)';
+CREATE FUNCTION shardid_sync_keys() RETURNS integer
+    AS 'MODULE_PATHNAME', 'shardid_sync_keys'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION shardid_sync_keys() FROM PUBLIC;
+COMMENT ON FUNCTION shardid_sync_keys() IS
+    'on a Citus coordinator: send every key of the key ring to every worker (after citus_add_node); '
+    'the number of keys sent (superusers)';
+
 CREATE FUNCTION shardid_random_key() RETURNS bytea
     AS 'MODULE_PATHNAME', 'shardid_random_key'
     LANGUAGE C VOLATILE PARALLEL SAFE;

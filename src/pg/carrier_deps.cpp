@@ -7,7 +7,8 @@
 // dependency on the extension instead, recorded here, and DROP EXTENSION
 // shardid still drops it with the extension. On a Citus worker, where the
 // carrier arrives by Citus, DROP EXTENSION shardid records the same
-// dependency first (the utility hook below) for every carrier that has no
+// dependency first (carriers_before_drop(), called by the utility hook in
+// src/pg/utility_hook.cpp) for every carrier that has no
 // dependency on an extension: without it, the carriers, which depend on
 // the extension's schema shardid_carrier, would make the drop fail.
 #include "pg/layouts.hpp"
@@ -25,7 +26,6 @@ extern "C" {
 #include "catalog/pg_proc.h"
 #include "commands/extension.h"
 #include "nodes/parsenodes.h"
-#include "tcop/utility.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -38,8 +38,6 @@ PG_FUNCTION_INFO_V1(shardid_carrier_depend);
 namespace shardid::pg {
 
 namespace {
-
-ProcessUtility_hook_type prev_utility = nullptr;
 
 // Does function `fn` depend on an extension, in any way?
 bool depends_on_extension(Oid fn)
@@ -90,33 +88,21 @@ void depend_all_carriers(Oid ext)
     CommandCounterIncrement();
 }
 
-// DROP EXTENSION naming shardid (not IF EXISTS of a missing one): its
-// carriers go with it, wherever they came from.
-void utility_hook(PlannedStmt* pstmt, const char* query, bool read_only, ProcessUtilityContext context,
-                  ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc)
-{
-    Node* stmt = pstmt->utilityStmt;
-    if (IsA(stmt, DropStmt) && castNode(DropStmt, stmt)->removeType == OBJECT_EXTENSION) {
-        ListCell* lc;
-        foreach (lc, castNode(DropStmt, stmt)->objects) {
-            const char* name = strVal(lfirst(lc));
-            const Oid ext = strcmp(name, "shardid") == 0 ? get_extension_oid(name, true) : InvalidOid;
-            if (OidIsValid(ext))
-                depend_all_carriers(ext);
-        }
-    }
-    if (prev_utility)
-        prev_utility(pstmt, query, read_only, context, params, env, dest, qc);
-    else
-        standard_ProcessUtility(pstmt, query, read_only, context, params, env, dest, qc);
-}
-
 }  // namespace
 
-void carriers_init()
+// DROP EXTENSION naming shardid (not IF EXISTS of a missing one): its
+// carriers go with it, wherever they came from.
+void carriers_before_drop(Node* stmt)
 {
-    prev_utility = ProcessUtility_hook;
-    ProcessUtility_hook = utility_hook;
+    if (!IsA(stmt, DropStmt) || castNode(DropStmt, stmt)->removeType != OBJECT_EXTENSION)
+        return;
+    ListCell* lc;
+    foreach (lc, castNode(DropStmt, stmt)->objects) {
+        const char* name = strVal(lfirst(lc));
+        const Oid ext = strcmp(name, "shardid") == 0 ? get_extension_oid(name, true) : InvalidOid;
+        if (OidIsValid(ext))
+            depend_all_carriers(ext);
+    }
 }
 
 }  // namespace shardid::pg

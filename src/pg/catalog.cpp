@@ -41,7 +41,7 @@ TableRows rows_with_key(Oid nsp, const char* table, const char* column, const ch
         if (isnull)
             continue;
         text* t = DatumGetTextPP(d);
-        if (int(VARSIZE_ANY_EXHDR(t)) == len && memcmp(VARDATA_ANY(t), key, len) == 0)
+        if (key == nullptr || (int(VARSIZE_ANY_EXHDR(t)) == len && memcmp(VARDATA_ANY(t), key, len) == 0))
             out.rows = lappend(out.rows, heap_copytuple(tuple));
     }
     table_endscan(scan);

@@ -23,8 +23,8 @@ struct TableRows {
 };
 
 // The rows of table `table` in schema `nsp` whose text column `column`
-// equals key[0..len), as of the transaction's snapshot. ereports if the
-// table is missing.
+// equals key[0..len) (every row with a non-null `column`: key nullptr), as
+// of the transaction's snapshot. ereports if the table is missing.
 TableRows rows_with_key(Oid nsp, const char* table, const char* column, const char* key, int len);
 
 // Column `column` of a row from rows_with_key(); ereports on NULL.

@@ -88,15 +88,24 @@ enum class NoGroup { none, no_citus, local_rows, not_in_metadata };
 // Reads this node's group id into group_id (NoGroup::none), or says why
 // there is none. Reads only: works on a standby and in a read-only
 // transaction.
+// pg_dist_local_group's group id and how many rows it has (up to 2);
+// false without Citus.
+bool local_group(int64* local, int* rows, bool* uncommitted)
+{
+    *local = -1;
+    *rows = 0;
+    return scan_int_column("pg_dist_local_group", "groupid", uncommitted, [&](int32 g) {
+        *local = g;
+        return ++*rows < 2;
+    });
+}
+
 NoGroup read_group_id(int64* found, int* rows_out)
 {
-    int64 local = -1;
-    int rows = 0;
+    int64 local;
+    int rows;
     bool uncommitted = false;
-    if (!scan_int_column("pg_dist_local_group", "groupid", &uncommitted, [&](int32 g) {
-            local = g;
-            return ++rows < 2;
-        }))
+    if (!local_group(&local, &rows, &uncommitted))
         return NoGroup::no_citus;
     *found = local;
     *rows_out = rows;
@@ -218,6 +227,14 @@ const CitusSource citus;
 }  // namespace
 
 const NodeIdSource& citus_source() { return citus; }
+
+int64 citus_local_group()
+{
+    int64 local;
+    int rows;
+    bool uncommitted = false;
+    return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
+}
 
 const char* citus_group_problem(int64* group)
 {

@@ -22,6 +22,7 @@ extern "C" {
 #include "pg/keys.hpp"
 #include "pg/generate.hpp"
 #include "pg/layouts.hpp"
+#include "pg/node_source.hpp"
 
 using namespace shardid;
 using namespace shardid::pg;
@@ -78,7 +79,18 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
                         errdetail("Its rows were written past the key ring's trigger (a data-only restore with "
                                   "triggers disabled?); which one obfuscated which ID is not known."),
                         errhint("As a superuser, delete the rows of shardid_key that are not the key.")));
-    bytea* b = DatumGetByteaPP(row_value(t, static_cast<HeapTuple>(linitial(t.rows)), "secret"));
+    const HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
+    // On a Citus worker, only the coordinator's keys (src/pg/citus_keys.cpp).
+    int64 group;
+    if (DatumGetBool(row_value(t, row, "made_by_install")) && (group = citus_local_group()) > 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("obfuscation key \"%.*s\" of this Citus worker is not the coordinator's", len, name),
+                        errdetail("This node (group %lld) made the key with its own CREATE EXTENSION; IDs "
+                                  "obfuscated with it would not reveal on other nodes.",
+                                  (long long)group),
+                        errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
+                                "its keys to every worker.")));
+    bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
         ereport(ERROR,
                 (errcode(ERRCODE_DATA_CORRUPTED), errmsg("obfuscation key \"%.*s\" is not 16 bytes", len, name)));

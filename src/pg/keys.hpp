@@ -12,4 +12,9 @@ namespace shardid::pg {
 // extension's schema (the calling function's).
 void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16]);
 
+// On a Citus coordinator, sends the key ring to every worker; nothing
+// elsewhere (src/pg/citus_keys.cpp; the utility hook calls it after CREATE
+// EXTENSION shardid).
+void key_ring_created();
+
 }  // namespace shardid::pg

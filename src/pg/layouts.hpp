@@ -42,8 +42,9 @@ char* carrier_name(const char* name);
 // The entry of a compiled-in preset.
 LayoutEntry& preset_entry(const Layout& preset);
 
-// Installs the utility hook that makes DROP EXTENSION shardid drop the
-// carriers Citus distributed (src/pg/carrier_deps.cpp). From _PG_init.
-void carriers_init();
+// Before DROP EXTENSION shardid: every carrier is dropped with the
+// extension, also those Citus distributed (src/pg/carrier_deps.cpp). The
+// utility hook (src/pg/module.cpp) calls it with every statement.
+void carriers_before_drop(Node* stmt);
 
 }  // namespace shardid::pg

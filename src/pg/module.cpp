@@ -1,8 +1,14 @@
 // PG_MODULE_MAGIC and _PG_init: the settings (src/pg/settings.cpp), shared
-// memory, the WAL resource manager and the coordinator worker.
+// memory, the WAL resource manager, the coordinator worker and the utility
+// hook.
 #include "pg/pg.hpp"
 
+extern "C" {
+#include "tcop/utility.h"
+}
+
 #include "pg/coord_worker.hpp"
+#include "pg/keys.hpp"
 #include "pg/layouts.hpp"
 #include "pg/settings.hpp"
 #include "pg/shard_claims.hpp"
@@ -14,6 +20,30 @@ PG_MODULE_MAGIC;
 void _PG_init(void);
 }
 
+namespace {
+
+ProcessUtility_hook_type prev_utility = nullptr;
+
+// Before DROP EXTENSION shardid, its carriers are tied to it
+// (src/pg/carrier_deps.cpp); after CREATE EXTENSION shardid, which Citus
+// (loaded first, so its hook runs inside this one) has made on the workers
+// by then, the key ring goes to them (src/pg/citus_keys.cpp).
+void utility_hook(PlannedStmt* pstmt, const char* query, bool read_only, ProcessUtilityContext context,
+                  ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc)
+{
+    using namespace shardid::pg;
+    Node* stmt = pstmt->utilityStmt;
+    carriers_before_drop(stmt);
+    if (prev_utility)
+        prev_utility(pstmt, query, read_only, context, params, env, dest, qc);
+    else
+        standard_ProcessUtility(pstmt, query, read_only, context, params, env, dest, qc);
+    if (IsA(stmt, CreateExtensionStmt) && strcmp(castNode(CreateExtensionStmt, stmt)->extname, "shardid") == 0)
+        key_ring_created();
+}
+
+}  // namespace
+
 void _PG_init(void)
 {
     using namespace shardid::pg;
@@ -22,5 +52,6 @@ void _PG_init(void)
     shard_claims_init();
     wal_init();
     coord_register_worker();
-    carriers_init();
+    prev_utility = ProcessUtility_hook;
+    ProcessUtility_hook = utility_hook;
 }

@@ -94,4 +94,9 @@ const NodeIdSource& etcd_source();
 const NodeIdSource& citus_source();
 const char* citus_group_problem(int64* group);
 
+// This database's Citus group id (pg_dist_local_group: 0 on the
+// coordinator, or on a node not in a cluster), -1 without Citus. Reads
+// only; whether the node is in the metadata is not asked.
+int64 citus_local_group();
+
 }  // namespace shardid::pg

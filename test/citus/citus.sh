@@ -14,12 +14,16 @@
 #     (next_instagram_id(5)) refused with a hint, never duplicated, unless
 #     shardid.shards lists the shard; a group id beyond a layout's node
 #     field, and a database without Citus, refused (55000).
+#   2b the key ring: the coordinator's, on every worker, from CREATE
+#     EXTENSION and with every change, or with none (a rollback); a
+#     worker's own writes refused.
 #   3 a load through all three nodes for CITUS_SECONDS (60) on every write
 #     path (test/citus/load.py: router, multi-row, COPY, reference table,
 #     tenant schemas, INSERT ... SELECT pushed down and repartitioned),
 #     with a shard move, a tenant schema move and a rebalance meanwhile:
 #     no duplicate, IDs in order per client, each decoding to its node.
-#   4 a worker added after the layout exists has it; pg_dump of the
+#   4 a worker added after the layout exists has it; its own key is refused
+#     until shardid_sync_keys() gives it the coordinator's; pg_dump of the
 #     coordinator carries the layouts; DROP EXTENSION drops every carrier;
 #     a standby of a worker refuses, and once promoted (its clock 5 s
 #     behind) issues under the worker's group id above the worker's IDs.
@@ -94,6 +98,36 @@ err=$(as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$base" -U postgres -X -At -d plain \
     -c "CREATE EXTENSION shardid" -c "SELECT next_trace_id()" 2>&1 | tr '\n' ' ')
 contains "a database without the citus extension refuses, naming it" "$err" "Citus is not installed in this database"
 
+# --- 2b: the key ring --------------------------------------------------------------
+# The coordinator's ring is every worker's: sent at CREATE EXTENSION and with
+# every change, in the same transaction (src/pg/citus_keys.cpp).
+ring() { q "$1" -c "SELECT string_agg(name || '=' || encode(secret, 'hex'), ',' ORDER BY name) FROM shardid_key"; }
+for n in w1 w2; do
+    check "the default key on $n is the coordinator's (each node's CREATE EXTENSION made its own)" "$(ring c)" "$(ring "$n")"
+done
+opaque=$(q c -c "SELECT obfuscate_id(123456789)")
+check "an ID obfuscated on the coordinator is revealed on w1 and w2" "123456789 123456789" \
+    "$(q w1 -c "SELECT reveal_id($opaque)") $(q w2 -c "SELECT reveal_id($opaque)")"
+q c -c "SELECT create_obfuscation_key('ids')" >/dev/null
+check "create_obfuscation_key() on the coordinator reaches w1, identical" "$(ring c)" "$(ring w1)"
+check "... and w2" "$(ring c)" "$(ring w2)"
+q c -c "BEGIN" -c "SELECT create_obfuscation_key('rolled_back')" -c "ROLLBACK" >/dev/null
+check "a key made in a transaction that rolls back reaches no worker" "0 0" \
+    "$(q w1 -c "SELECT count(*) FROM shardid_key WHERE name = 'rolled_back'") $(q w2 -c "SELECT count(*) FROM shardid_key WHERE name = 'rolled_back'")"
+q c -c "UPDATE shardid_key SET secret = shardid_random_key() WHERE name = 'ids'" >/dev/null
+check "a superuser's UPDATE of a secret on the coordinator reaches w2" "$(ring c)" "$(ring w2)"
+q c -c "SELECT drop_obfuscation_key('ids')" >/dev/null
+check "drop_obfuscation_key() on the coordinator drops the key on w1" "0" \
+    "$(q w1 -c "SELECT count(*) FROM shardid_key WHERE name = 'ids'")"
+err=$(q_err w1 "SELECT create_obfuscation_key('on_worker')")
+contains "create_obfuscation_key() on a worker is refused (55000)" "$err" "55000"
+contains "... pointing to the coordinator" "$err" "the key ring of a Citus worker is written by the coordinator"
+err=$(q_err w2 "DELETE FROM shardid_key")
+contains "a superuser's DELETE of a worker's ring is refused too" "$err" "55000"
+check "... and changes nothing" "$(ring c)" "$(ring w2)"
+err=$(q_err w1 "SELECT shardid_sync_keys()")
+contains "shardid_sync_keys() on a worker is refused (55000)" "$err" "shardid_sync_keys() runs on a Citus coordinator"
+
 # --- 3: the load -----------------------------------------------------------------
 q c >/dev/null <<'SQL'
 CREATE TABLE events (id bigint NOT NULL DEFAULT next_trace_id(), tenant int NOT NULL, note text);
@@ -142,9 +176,21 @@ cat "$cwork/load.out"
 cnode_add w3 || fail "citus_add_node(w3) failed"
 check "w3, added after the layout was made, has it and issues under group 3" "3" \
     "$(q w3 -c "SELECT (id_decode('per_minute', next_id('per_minute'))).shard" 2>&1)"
+err=$(q_err w3 "SELECT obfuscate_id(1)")
+contains "w3's own default key (made when Citus added it) is refused until it has the coordinator's (55000)" "$err" "55000"
+contains "... with the hint to run shardid_sync_keys()" "$err" "shardid_sync_keys()"
+check "shardid_sync_keys() on the coordinator sends its ring" "$(q c -c "SELECT count(*) FROM shardid_key")" \
+    "$(q c -c "SELECT shardid_sync_keys()")"
+check "... and w3's ring is the coordinator's" "$(ring c)" "$(ring w3)"
+check "... so w3 reveals the coordinator's obfuscated ID" "123456789" "$(q w3 -c "SELECT reveal_id($opaque)" 2>&1)"
 dump=$(as_pg "$PG_BIN/pg_dump" -h 127.0.0.1 -p "$base" -U postgres postgres 2>&1)
 contains "pg_dump of the coordinator carries the layout's carrier" "$dump" 'shardid_carrier."shardid_layout$per_minute"()'
 contains "... and its catalog row" "$dump" "per_minute"$'\t'
+contains "... and the key ring" "$dump" "$(q c -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'default'")"
+printf 'restored\t\\\\x000102030405060708090a0b0c0d0e0f\t2024-01-01 00:00:00+00\tf\n' |
+    q c -c "COPY shardid_key (name, secret, created_at, made_by_install) FROM STDIN" >/dev/null
+check "a key restored into the coordinator (COPY, as pg_restore writes it) reaches w3" "000102030405060708090a0b0c0d0e0f" \
+    "$(q w3 -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'restored'")"
 # --- 4b: a standby of a worker, promoted --------------------------------------------
 # Its clock 5 s behind: the worker's mark, in WAL, keeps it above.
 sb=$cwork/s1
