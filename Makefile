@@ -10,9 +10,9 @@ DISTVERSION = $(EXTVERSION).0
 
 # The pure core (no PostgreSQL header, no network), the etcd client (libcurl)
 # and the PostgreSQL glue.
-CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp)))
+CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp src/core/*/*.cpp)))
 ETCD_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/etcd/*.cpp)))
-PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp)))
+PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 OBJS = $(CORE_OBJS) $(ETCD_OBJS) $(PG_OBJS)
 
 DATA = $(wildcard sql/shardid--*.sql)
@@ -108,12 +108,12 @@ suite_files = $(wildcard $(shell awk '$$1 == "$(1)" {print $$2}' $(srcdir)/test/
 UNIT_SRCS = $(call suite_files,unit)
 TEST_CXXFLAGS = -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread
 
-build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
+build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp src/core/*/*.hpp test/unit/*.hpp)
 	@mkdir -p build
 	$(CXX) $(TEST_CXXFLAGS) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
-build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp test/unit/*.hpp)
+build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp src/core/*/*.hpp test/unit/*.hpp)
 	@mkdir -p build
 	$(CXX) $(TEST_CXXFLAGS) -O1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
 		-o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
@@ -127,7 +127,7 @@ build/integration_tests: $(call suite_files,integration)
 	$(CXX) -std=c++20 -O2 -g -Wall -Wextra -Werror -pthread -o $@ $^ -lpqxx -lpq
 
 # --- libFuzzer over the core (clang, with ASan and UBSan) ---
-build/core_fuzz: $(CORE_SRCS) $(call suite_files,fuzz) $(wildcard src/core/*.hpp)
+build/core_fuzz: $(CORE_SRCS) $(call suite_files,fuzz) $(wildcard src/core/*.hpp src/core/*/*.hpp)
 	@mkdir -p build
 	clang++ -std=c++17 -O1 -g -I$(srcdir)/src -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
 		-o $@ $(CORE_SRCS) $(call suite_files,fuzz)
@@ -140,7 +140,7 @@ fuzz: build/core_fuzz
 .PHONY: fuzz
 
 # --- Google Benchmark over the core ---
-build/engine_bench: $(CORE_SRCS) $(wildcard bench/*.cpp) $(wildcard src/core/*.hpp)
+build/engine_bench: $(CORE_SRCS) $(wildcard bench/*.cpp) $(wildcard src/core/*.hpp src/core/*/*.hpp)
 	@mkdir -p build
 	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread -o $@ $(CORE_SRCS) bench/engine_bench.cpp \
 		-lbenchmark -lpthread

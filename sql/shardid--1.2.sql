@@ -76,7 +76,7 @@ CREATE TRIGGER shardid_user_layout_no_truncate
 
 -- Backends cache layouts and keys; a change of either catalog sends a cache
 -- invalidation, which other backends apply when it commits and this one
--- applies at once and again if it rolls back (src/pg/layouts.cpp), so no
+-- applies at once and again if it rolls back (src/pg/generate/layouts.cpp), so no
 -- cache ever holds a definition that was not committed.
 CREATE FUNCTION shardid_catalog_changed() RETURNS trigger
     AS 'MODULE_PATHNAME', 'shardid_catalog_changed'
@@ -105,7 +105,7 @@ CREATE FUNCTION shardid_check_layout(name text, epoch timestamptz, time_unit int
 -- EXTENSION drops them). The catalog's rows come back with the data,
 -- possibly after a table whose generated column, CHECK constraint or default
 -- uses the layout; until they do, shardid reads the layout from its carrier
--- (src/pg/layouts.cpp: only a superuser-owned SQL function of that name in
+-- (src/pg/generate/layouts.cpp: only a superuser-owned SQL function of that name in
 -- that superuser-owned schema counts, and its body is read, never run).
 CREATE SCHEMA shardid_carrier;
 REVOKE ALL ON SCHEMA shardid_carrier FROM PUBLIC;
@@ -126,7 +126,7 @@ COMMENT ON FUNCTION shardid_carrier_body(text, timestamptz, interval, integer, i
 -- On Citus a carrier is a distributed function: Citus creates it on every
 -- node, nodes added later included, and refuses DEPENDS ON EXTENSION for it;
 -- it gets an automatic dependency on the extension instead, so DROP
--- EXTENSION still drops it (src/pg/carrier_deps.cpp, which also records it
+-- EXTENSION still drops it (src/pg/generate/carrier_deps.cpp, which also records it
 -- on the workers at DROP EXTENSION).
 CREATE FUNCTION shardid_carrier_depend(carrier regprocedure) RETURNS void
     AS 'MODULE_PATHNAME', 'shardid_carrier_depend'
@@ -360,7 +360,7 @@ COMMENT ON FUNCTION decimal_id_new_generator() IS
     'retire the current DecimalId generator id of this database and take the next one; returns it (superusers)';
 
 -- DecimalId progressions. The generator ids a node takes never come back
--- (src/pg/counters.cpp), so a rolled-back call cannot make them repeat.
+-- (src/pg/functions/counters.cpp), so a rolled-back call cannot make them repeat.
 CREATE FUNCTION decimal_id_generator_progression(node_index integer, node_count integer) RETURNS bigint
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -459,7 +459,7 @@ CREATE FUNCTION eightbyte_id_from_bigint(id bigint) RETURNS bytea
 -- restored key that conflicts with one a user made is an error the restore
 -- shows (never a silent switch of what an ID reveals). A key ring written
 -- past the trigger (a data-only restore with triggers disabled) with two
--- rows of a name is refused when read (src/pg/keys.cpp).
+-- rows of a name is refused when read (src/pg/functions/keys.cpp).
 CREATE TABLE shardid_key (
     name       text PRIMARY KEY CHECK (name ~ '^[a-z0-9_]{1,63}$'),
     secret     bytea NOT NULL CHECK (length(secret) = 16),
@@ -510,7 +510,7 @@ CREATE TRIGGER shardid_key_arrives
     BEFORE INSERT ON shardid_key
     FOR EACH ROW EXECUTE FUNCTION shardid_key_arrives();
 
--- The key ring on Citus (src/pg/citus_keys.cpp, docs/citus.md): the
+-- The key ring on Citus (src/pg/functions/citus_keys.cpp, docs/citus.md): the
 -- coordinator's ring is every worker's.
 CREATE FUNCTION shardid_key_ring_spread() RETURNS trigger
     AS 'MODULE_PATHNAME', 'shardid_key_ring_spread'

@@ -1,7 +1,7 @@
 // Outcome of a core operation: a value, or an error kind with its words.
 //
 // The core never throws on bad input or clock trouble; it returns a Status
-// that the PostgreSQL glue maps to a SQLSTATE in one place (src/pg/guard.cpp).
+// that the PostgreSQL glue maps to a SQLSTATE in one place (src/pg/base/guard.cpp).
 #pragma once
 
 #include <cstdarg>

@@ -1,8 +1,8 @@
-// The etcd client: posts the bodies of src/core/etcd_wire.hpp to etcd's v3
+// The etcd client: posts the bodies of src/core/coord/etcd_wire.hpp to etcd's v3
 // JSON gateway over libcurl, trying the endpoints in turn, authenticating
 // when a user is configured. Blocking, with a timeout per request; no
 // PostgreSQL header; never throws (every failure is a false return with a
-// reason), so the coordinator worker (src/pg/coord_worker.cpp) can call it
+// reason), so the coordinator worker (src/pg/coord/coord_worker.cpp) can call it
 // without C++ exceptions reaching PostgreSQL. The only code of shardid that
 // touches the network.
 #pragma once
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/etcd_wire.hpp"
+#include "core/coord/etcd_wire.hpp"
 
 namespace shardid::etcd {
 

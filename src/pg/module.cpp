@@ -1,19 +1,19 @@
-// PG_MODULE_MAGIC and _PG_init: the settings (src/pg/settings.cpp), shared
+// PG_MODULE_MAGIC and _PG_init: the settings (src/pg/base/settings.cpp), shared
 // memory, the WAL resource manager, the coordinator worker and the utility
 // hook.
-#include "pg/pg.hpp"
+#include "pg/base/pg.hpp"
 
 extern "C" {
 #include "tcop/utility.h"
 }
 
-#include "pg/coord_worker.hpp"
-#include "pg/keys.hpp"
-#include "pg/layouts.hpp"
-#include "pg/settings.hpp"
-#include "pg/shard_claims.hpp"
-#include "pg/shmem.hpp"
-#include "pg/wal.hpp"
+#include "pg/coord/coord_worker.hpp"
+#include "pg/functions/keys.hpp"
+#include "pg/generate/layouts.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/source/shard_claims.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/wal.hpp"
 
 extern "C" {
 PG_MODULE_MAGIC;
@@ -25,9 +25,9 @@ namespace {
 ProcessUtility_hook_type prev_utility = nullptr;
 
 // Before DROP EXTENSION shardid, its carriers are tied to it
-// (src/pg/carrier_deps.cpp); after CREATE EXTENSION shardid, which Citus
+// (src/pg/generate/carrier_deps.cpp); after CREATE EXTENSION shardid, which Citus
 // (loaded first, so its hook runs inside this one) has made on the workers
-// by then, the key ring goes to them (src/pg/citus_keys.cpp).
+// by then, the key ring goes to them (src/pg/functions/citus_keys.cpp).
 void utility_hook(PlannedStmt* pstmt, const char* query, bool read_only, ProcessUtilityContext context,
                   ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc)
 {

@@ -100,7 +100,7 @@ contains "a database without the citus extension refuses, naming it" "$err" "Cit
 
 # --- 2b: the key ring --------------------------------------------------------------
 # The coordinator's ring is every worker's: sent at CREATE EXTENSION and with
-# every change, in the same transaction (src/pg/citus_keys.cpp).
+# every change, in the same transaction (src/pg/functions/citus_keys.cpp).
 ring() { q "$1" -c "SELECT string_agg(name || '=' || encode(secret, 'hex'), ',' ORDER BY name) FROM shardid_key"; }
 for n in w1 w2; do
     check "the default key on $n is the coordinator's (each node's CREATE EXTENSION made its own)" "$(ring c)" "$(ring "$n")"

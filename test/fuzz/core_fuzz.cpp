@@ -11,7 +11,7 @@
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/engine.hpp"
-#include "core/node_state.hpp"
+#include "core/coord/node_state.hpp"
 #include "core/permute.hpp"
 #include "core/schemes.hpp"
 

@@ -6,10 +6,11 @@
             the pure core includes no PostgreSQL, network or glue header;
   loops     no header includes, directly or not, a header that includes it;
   size      no source file of src/ over 500 lines;
+  folders   rooms are folders: at most 20 source files directly in a folder;
   suites    every file under test/ is covered by a line of test/suites.list
             (none runs silently skipped), every line covers a file, and
             docs/testing.md names every suite folder;
-  settings  every setting of src/pg/settings.cpp's table is in README.md's
+  settings  every setting of src/pg/base/settings.cpp's table is in README.md's
             settings table, and every setting there is in the table;
   errors    every SQLSTATE the code raises (an ERRCODE_ of src/, a RAISE of
             the current install script, P0001 for a RAISE without one) is in
@@ -35,15 +36,17 @@ import tempfile
 ROOMS = [
     ("core", 0, ["core/*"]),
     ("etcd client", 1, ["etcd/*"]),
-    ("glue base", 2, ["pg/pg.hpp", "pg/guard.*", "pg/timeconv.*", "pg/row.*", "pg/catalog.*", "pg/settings.*",
-                      "pg/etcd_settings.hpp", "pg/wait_event.hpp"]),
-    ("node state", 3, ["pg/state_file.*", "pg/wal.*", "pg/shmem.*", "pg/shared.hpp", "pg/persist.cpp",
-                       "pg/coord_shared.hpp"]),
-    ("node-id sources", 4, ["pg/node_source.*", "pg/citus_source.cpp", "pg/coord_claim.*", "pg/shard_claims.hpp", "pg/shard_claims.cpp"]),
-    ("generation", 5, ["pg/generate.*"]),
-    ("layouts", 5, ["pg/layouts.*", "pg/carrier_deps.cpp"]),
-    ("SQL functions and processes", 6, ["pg/*"]),
+    ("glue base", 2, ["pg/base/*"]),
+    ("node state", 3, ["pg/state/*"]),
+    ("node-id sources", 4, ["pg/source/*"]),
+    ("generation", 5, ["pg/generate/generate.*"]),
+    ("layouts", 5, ["pg/generate/layouts.*", "pg/generate/carrier_deps.cpp"]),
+    ("coordinator", 6, ["pg/coord/*"]),
+    ("SQL functions", 6, ["pg/functions/*"]),
+    ("module", 7, ["pg/module.cpp"]),
 ]
+# Rooms are folders: at most this many source files directly in one folder.
+MAX_FILES_PER_FOLDER = 20
 MAX_LINES = 500
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 # What the pure core may include besides itself: the C++ standard library
@@ -61,7 +64,7 @@ def room_of(rel):
 
 def sources(root):
     out = []
-    for path in sorted(glob.glob(os.path.join(root, "src", "*", "*"))):
+    for path in sorted(glob.glob(os.path.join(root, "src", "**", "*"), recursive=True)):
         if path.endswith((".cpp", ".hpp")):
             out.append(os.path.relpath(path, os.path.join(root, "src")))
     return out
@@ -125,6 +128,18 @@ def check_size(root):
     return fails
 
 
+def check_folders(root):
+    fails = []
+    per_folder = {}
+    for rel in sources(root):
+        per_folder.setdefault(os.path.dirname(rel), []).append(rel)
+    for folder, files in sorted(per_folder.items()):
+        if len(files) > MAX_FILES_PER_FOLDER:
+            fails.append(f"src/{folder} holds {len(files)} source files (at most {MAX_FILES_PER_FOLDER}): "
+                         "give its rooms folders of their own")
+    return fails
+
+
 def suite_lines(root):
     lines = []
     with open(os.path.join(root, "test", "suites.list"), encoding="utf-8") as f:
@@ -163,13 +178,13 @@ def check_suites(root):
 
 
 def check_settings(root):
-    with open(os.path.join(root, "src", "pg", "settings.cpp"), encoding="utf-8") as f:
+    with open(os.path.join(root, "src", "pg", "base", "settings.cpp"), encoding="utf-8") as f:
         code = set(re.findall(r'^\s*\{"(shardid\.[a-z_0-9]+)"', f.read(), re.M))
     with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
         readme = set(re.findall(r"^\| `(shardid\.[a-z_0-9]+)` \|", f.read(), re.M))
     fails = []
     if not code:
-        fails.append("src/pg/settings.cpp: no setting found in its table")
+        fails.append("src/pg/base/settings.cpp: no setting found in its table")
     fails += [f"README.md's settings table lacks {s}" for s in sorted(code - readme)]
     fails += [f"README.md's settings table lists {s}, which the code does not define" for s in sorted(readme - code)]
     return fails
@@ -275,7 +290,8 @@ def check_root(root):
             if name not in ROOT_ENTRIES and not any(fnmatch.fnmatch(name, p) for p in patterns)]
 
 
-CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("suites", check_suites),
+CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("folders", check_folders),
+          ("suites", check_suites),
           ("settings", check_settings), ("errors", check_errors), ("format", check_format), ("root", check_root)]
 
 
@@ -298,12 +314,15 @@ def plant(root, name):
         with open(os.path.join(root, rel), "a", encoding="utf-8") as f:
             f.write(text)
     if name == "rooms":
-        append("src/pg/generate.cpp", '#include "pg/layouts.hpp"\n')
+        append("src/pg/generate/generate.cpp", '#include "pg/generate/layouts.hpp"\n')
     elif name == "loops":
-        append("src/pg/row.hpp", '#include "pg/guard.hpp"\n')
-        append("src/pg/guard.hpp", '#include "pg/row.hpp"\n')
+        append("src/pg/base/row.hpp", '#include "pg/base/guard.hpp"\n')
+        append("src/pg/base/guard.hpp", '#include "pg/base/row.hpp"\n')
     elif name == "size":
-        append("src/pg/trace.cpp", "// padding\n" * MAX_LINES)
+        append("src/pg/functions/trace.cpp", "// padding\n" * MAX_LINES)
+    elif name == "folders":
+        for i in range(MAX_FILES_PER_FOLDER):
+            append(f"src/pg/functions/planted_{i}.cpp", "")
     elif name == "suites":
         os.makedirs(os.path.join(root, "test", "newsuite"))
         append("test/newsuite/run.sh", "echo PASS new\n")
@@ -314,9 +333,9 @@ def plant(root, name):
         with open(path, "w", encoding="utf-8") as f:
             f.write(re.sub(r"^\| `shardid\.etcd_prefix` \|.*\n", "", text, flags=re.M))
     elif name == "errors":
-        append("src/pg/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
+        append("src/pg/functions/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
     elif name == "format":
-        append("src/pg/trace.cpp", "int   badly_formatted ( ) {return 0 ;}\n")
+        append("src/pg/functions/trace.cpp", "int   badly_formatted ( ) {return 0 ;}\n")
     elif name == "root":
         append("notes.txt", "a stray file\n")
 

@@ -1,12 +1,12 @@
-// The coordination rules (src/core/coord.hpp) and the etcd answer decoders
-// (src/core/etcd_wire.hpp), without an etcd: what a broken proxy, a truncated
+// The coordination rules (src/core/coord/coord.hpp) and the etcd answer decoders
+// (src/core/coord/etcd_wire.hpp), without an etcd: what a broken proxy, a truncated
 // body or a hand-edited key looks like must be refused, never crash.
 #include <gtest/gtest.h>
 
 #include <climits>
 
-#include "core/coord.hpp"
-#include "core/etcd_wire.hpp"
+#include "core/coord/coord.hpp"
+#include "core/coord/etcd_wire.hpp"
 
 using namespace shardid;
 

@@ -1,5 +1,5 @@
-// Unit tests of the lease arithmetic (src/core/lease.hpp), driven like the
-// glue drives it (src/pg/persist.cpp): a generator on the engine with a fake
+// Unit tests of the lease arithmetic (src/core/coord/time_mark.hpp), driven like the
+// glue drives it (src/pg/state/persist.cpp): a generator on the engine with a fake
 // clock, a "disk" that holds what was made durable, renewals early when the
 // lock is free and waiting ones when an ID is not covered, and crashes.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/engine.hpp"
-#include "core/lease.hpp"
+#include "core/coord/time_mark.hpp"
 #include "core/schemes.hpp"
 #include "fake_clock.hpp"
 
@@ -60,7 +60,7 @@ struct Node {
         return id;
     }
 
-    // A restart from the durable marks, as src/pg/shmem.cpp resumes slots.
+    // A restart from the durable marks, as src/pg/state/shmem.cpp resumes slots.
     void restart_into(const Layout& layout, Node& n) const
     {
         n.until_ms = until_ms;

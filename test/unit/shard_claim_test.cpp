@@ -1,13 +1,13 @@
-// Shard value claims (src/core/shard_claim.hpp): claim spaces, the marks
+// Shard value claims (src/core/coord/shard_claim.hpp): claim spaces, the marks
 // in etcd (every value from etcd checked, int64's extremes included), the
 // floor a new holder starts above, and shardid.shards.
 #include <gtest/gtest.h>
 
 #include <climits>
 
-#include "core/etcd_wire.hpp"
+#include "core/coord/etcd_wire.hpp"
 #include "core/schemes.hpp"
-#include "core/shard_claim.hpp"
+#include "core/coord/shard_claim.hpp"
 
 using namespace shardid;
 

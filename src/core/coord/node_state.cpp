@@ -1,0 +1,342 @@
+#include "core/coord/node_state.hpp"
+
+#include <cstring>
+
+namespace shardid {
+
+namespace {
+
+constexpr const char* header_v1 = "shardid high-water mark v1\n";
+constexpr const char* header_prefix = "shardid node state v";
+constexpr int current_version = 3;
+
+bool plain_name_byte(unsigned char c) { return c > ' ' && c <= '~' && c != '%'; }
+
+// A cursor over one line of the text (no NUL bytes, ends before '\n').
+struct Cursor {
+    const char* p;
+    const char* end;
+
+    bool at_end() const { return p == end; }
+    bool space()
+    {
+        if (p == end || *p != ' ')
+            return false;
+        p++;
+        return true;
+    }
+    bool word(const char* w)
+    {
+        const size_t n = std::strlen(w);
+        if (size_t(end - p) < n || std::memcmp(p, w, n) != 0)
+            return false;
+        p += n;
+        return true;
+    }
+    // The line's keyword: lowercase letters and '_', up to a space or the
+    // end of the line; false (nothing taken) when the line starts otherwise.
+    bool keyword(const char** k, size_t* n)
+    {
+        const char* q = p;
+        while (q != end && ((*q >= 'a' && *q <= 'z') || *q == '_'))
+            q++;
+        if (q == p || (q != end && *q != ' '))
+            return false;
+        *k = p;
+        *n = size_t(q - p);
+        p = q;
+        return true;
+    }
+    bool u64(uint64_t* out)
+    {
+        if (p == end || *p < '0' || *p > '9')
+            return false;
+        if (*p == '0' && p + 1 != end && p[1] >= '0' && p[1] <= '9')
+            return false;  // no leading zeros: one spelling per value
+        uint64_t v = 0;
+        while (p != end && *p >= '0' && *p <= '9') {
+            const uint64_t d = uint64_t(*p - '0');
+            if (v > (UINT64_MAX - d) / 10)
+                return false;
+            v = v * 10 + d;
+            p++;
+        }
+        *out = v;
+        return true;
+    }
+    bool i64(int64_t* out)
+    {
+        const bool negative = p != end && *p == '-';
+        if (negative)
+            p++;
+        uint64_t v;
+        if (!u64(&v))
+            return false;
+        if (!negative) {
+            if (v > uint64_t(INT64_MAX))
+                return false;
+            *out = int64_t(v);
+        } else {
+            if (v == 0 || v > uint64_t(INT64_MAX) + 1)
+                return false;
+            *out = v == uint64_t(INT64_MAX) + 1 ? INT64_MIN : -int64_t(v);
+        }
+        return true;
+    }
+    bool u8(uint8_t* out, unsigned max)
+    {
+        uint64_t v;
+        if (!u64(&v) || v > max)
+            return false;
+        *out = uint8_t(v);
+        return true;
+    }
+    int hexdigit(char c) const
+    {
+        if (c >= '0' && c <= '9')
+            return c - '0';
+        if (c >= 'A' && c <= 'F')
+            return c - 'A' + 10;
+        return -1;
+    }
+    // An escaped name (version 3), or a plain one up to the next space
+    // (version 2).
+    bool name(char* out, bool escaped)
+    {
+        size_t n = 0;
+        while (p != end && *p != ' ') {
+            unsigned char c = static_cast<unsigned char>(*p);
+            if (escaped && c == '%') {
+                if (end - p < 3 || hexdigit(p[1]) < 0 || hexdigit(p[2]) < 0)
+                    return false;
+                c = static_cast<unsigned char>(hexdigit(p[1]) * 16 + hexdigit(p[2]));
+                if (c == 0 || plain_name_byte(c))
+                    return false;  // one spelling per name
+                p += 3;
+            } else {
+                if (!plain_name_byte(c) && !(c == '%' && !escaped))
+                    return false;
+                p++;
+            }
+            if (n == size_t(max_name_len))
+                return false;
+            out[n++] = char(c);
+        }
+        out[n] = '\0';
+        return n > 0;
+    }
+};
+
+bool parse_mark_line(Cursor& c, LayoutMark* m, bool escaped)
+{
+    uint8_t wraps = 0;
+    if (!c.space() || !c.name(m->name, escaped) || !c.space() || !c.i64(&m->shape.epoch_ms) || !c.space() ||
+        !c.i64(&m->shape.unit_ms) || !c.space() || !c.u8(&m->shape.time_bits, 255) || !c.space() ||
+        !c.u8(&m->shape.shard_bits, 255) || !c.space() || !c.u8(&m->shape.sequence_bits, 255) || !c.space() ||
+        !c.u8(&m->shape.sequence_first, 255) || !c.space() || !c.u8(&wraps, 1) || !c.space() || !c.u64(&m->word))
+        return false;
+    m->shape.wraps = wraps != 0;
+    return c.at_end();
+}
+
+bool parse_int_line(Cursor& c, int64_t* out) { return c.space() && c.i64(out) && c.at_end(); }
+
+// Lines of version 2 or 3, after the header.
+bool parse_lines(const char* p, const char* end, int version, NodeState* st)
+{
+    constexpr size_t n_fields = size_t(node_state_field_count);
+    bool have[n_fields] = {};
+    while (p != end) {
+        const char* eol = static_cast<const char*>(std::memchr(p, '\n', size_t(end - p)));
+        if (eol == nullptr)
+            return false;  // every line ends with a newline
+        Cursor c{p, eol};
+        const char* k;
+        size_t n;
+        if (!c.keyword(&k, &n))
+            return false;
+        // Keywords are matched whole: "mark_lsn" is not "mark".
+        auto is = [&](const char* w) { return std::strlen(w) == n && std::memcmp(k, w, n) == 0; };
+        size_t f = 0;
+        while (f < n_fields && !(version >= node_state_fields[f].since && is(node_state_fields[f].keyword)))
+            f++;
+        if (f < n_fields) {
+            if (have[f] || !parse_int_line(c, &(st->*node_state_fields[f].member)))
+                return false;  // each field once
+            have[f] = true;
+        } else if (is(version >= 3 ? "layout" : "slot")) {
+            if (st->n_marks == NodeState::max_marks || !parse_mark_line(c, &st->marks[st->n_marks], version >= 3))
+                return false;
+            st->n_marks++;
+        }
+        // Otherwise a keyword this reader does not know: skipped (see the header).
+        p = eol + 1;
+    }
+    for (size_t f = 0; f < n_fields; f++)
+        if (node_state_fields[f].required && !have[f])
+            return false;
+    return true;
+}
+
+bool parse(const char* text, size_t len, NodeState* st)
+{
+    if (std::memchr(text, '\0', len) != nullptr)
+        return false;
+    const char* end = text + len;
+    const size_t v1 = std::strlen(header_v1);
+    if (len >= v1 && std::memcmp(text, header_v1, v1) == 0) {
+        Cursor c{text + v1, end};
+        if (!c.i64(&st->mark_ms) || !c.word("\n") || !c.at_end())
+            return false;
+        return true;
+    }
+    const size_t hp = std::strlen(header_prefix);
+    if (len < hp || std::memcmp(text, header_prefix, hp) != 0)
+        return false;
+    const char* eol = static_cast<const char*>(std::memchr(text, '\n', len));
+    if (eol == nullptr)
+        return false;
+    Cursor c{text + hp, eol};
+    uint64_t version;
+    if (!c.u64(&version) || !c.at_end() || version < 2 || version > uint64_t(current_version))
+        return false;
+    return parse_lines(eol + 1, end, int(version), st);
+}
+
+}  // namespace
+
+bool NodeState::operator==(const NodeState& o) const
+{
+    for (const NodeStateField& f : node_state_fields)
+        if (this->*f.member != o.*f.member)
+            return false;
+    if (n_marks != o.n_marks)
+        return false;
+    for (int i = 0; i < n_marks; i++)
+        if (std::strcmp(marks[i].name, o.marks[i].name) != 0 || marks[i].shape != o.marks[i].shape ||
+            marks[i].word != o.marks[i].word)
+            return false;
+    return true;
+}
+
+namespace {
+
+// Appends to a caller's buffer without allocating; counts what does not fit.
+struct Writer {
+    char* out;
+    size_t cap;
+    size_t len = 0;
+
+    void put(char c)
+    {
+        if (len < cap)
+            out[len] = c;
+        len++;
+    }
+    void put(const char* s)
+    {
+        while (*s != '\0')
+            put(*s++);
+    }
+    void put_u64(uint64_t v)
+    {
+        char digits[20];
+        int n = 0;
+        do {
+            digits[n++] = char('0' + v % 10);
+            v /= 10;
+        } while (v != 0);
+        while (n > 0)
+            put(digits[--n]);
+    }
+    void put_i64(int64_t v)
+    {
+        if (v < 0) {
+            put('-');
+            put_u64(uint64_t(0) - uint64_t(v));
+        } else {
+            put_u64(uint64_t(v));
+        }
+    }
+    void put_name(const char* name)
+    {
+        static const char hex[] = "0123456789ABCDEF";
+        for (const unsigned char* p = reinterpret_cast<const unsigned char*>(name); *p != '\0'; p++) {
+            if (plain_name_byte(*p)) {
+                put(char(*p));
+            } else {
+                put('%');
+                put(hex[*p >> 4]);
+                put(hex[*p & 15]);
+            }
+        }
+    }
+    void line(const char* keyword, int64_t v)
+    {
+        put(keyword);
+        put(' ');
+        put_i64(v);
+        put('\n');
+    }
+};
+
+}  // namespace
+
+size_t node_state_format(const NodeState& st, char* out, size_t cap)
+{
+    Writer w{out, cap};
+    w.put(header_prefix);
+    w.put_u64(current_version);
+    w.put('\n');
+    for (const NodeStateField& f : node_state_fields)
+        w.line(f.keyword, st.*f.member);
+    for (int i = 0; i < st.n_marks && i < NodeState::max_marks; i++) {
+        const LayoutMark& m = st.marks[i];
+        w.put("layout ");
+        w.put_name(m.name);
+        const int64_t numbers[2] = {m.shape.epoch_ms, m.shape.unit_ms};
+        for (int64_t n : numbers) {
+            w.put(' ');
+            w.put_i64(n);
+        }
+        const unsigned small[5] = {m.shape.time_bits, m.shape.shard_bits, m.shape.sequence_bits, m.shape.sequence_first,
+                                   m.shape.wraps ? 1u : 0u};
+        for (unsigned n : small) {
+            w.put(' ');
+            w.put_u64(n);
+        }
+        w.put(' ');
+        w.put_u64(m.word);
+        w.put('\n');
+    }
+    return w.len;
+}
+
+bool node_state_parse(const char* text, size_t len, NodeState* state)
+{
+    NodeState parsed;
+    if (!parse(text, len, &parsed)) {
+        *state = NodeState{};
+        return false;
+    }
+    *state = parsed;
+    return true;
+}
+
+Status node_state_check(const NodeState& st)
+{
+    for (int i = 0; i < st.n_marks; i++) {
+        const LayoutMark& m = st.marks[i];
+        if (m.name[0] == '\0')
+            return Status::fail(Error::invalid_parameter, "layout mark %d has no name", i);
+        Status s = m.shape.layout(m.name).validate();
+        if (!s.ok())
+            return s;
+        if (!m.shape.wraps && m.shape.time_bits + m.shape.sequence_bits < 64 &&
+            (m.word >> (m.shape.time_bits + m.shape.sequence_bits)))
+            return Status::fail(Error::invalid_parameter, "the mark of layout \"%s\" does not fit its fields", m.name);
+    }
+    return Status();
+}
+
+}  // namespace shardid

@@ -1,0 +1,156 @@
+// Shard value claims: keys, marks and shardid.shards (src/core/coord/shard_claim.hpp).
+#include "core/coord/shard_claim.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/coord/coord.hpp"
+
+namespace shardid::coord {
+
+std::string space_name(const Shape& s)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "e%lldu%lldt%us%uq%u%s", (long long)s.epoch_ms, (long long)s.unit_ms,
+             unsigned(s.time_bits), unsigned(s.shard_bits), unsigned(s.sequence_bits), s.wraps ? "w" : "");
+    std::string name = buf;
+    if (s.sequence_first != 0)
+        name += "f" + std::to_string(unsigned(s.sequence_first));
+    return name;
+}
+
+std::string shard_key(const std::string& prefix, const std::string& space, int64_t value)
+{
+    return prefix + "/shard/" + space + "/" + std::to_string(value);
+}
+
+std::string shard_mark_key(const std::string& prefix, const std::string& space, int64_t value)
+{
+    return prefix + "/shardmark/" + space + "/" + std::to_string(value);
+}
+
+std::string shard_mark_value(const ShardMark& m)
+{
+    char buf[96];
+    snprintf(buf, sizeof buf, "%lld %016llx %d %s %llu", (long long)m.floor_ms, (unsigned long long)m.token, m.holder,
+             m.released ? "released" : "held", (unsigned long long)m.word);
+    return buf;
+}
+
+namespace {
+
+// A decimal number of int64 (optionally negative), whole.
+bool parse_int(const std::string& s, int64_t* out)
+{
+    if (s.empty() || s.size() > 20)
+        return false;
+    for (size_t i = 0; i < s.size(); i++)
+        if (!(s[i] >= '0' && s[i] <= '9') && !(i == 0 && s[i] == '-' && s.size() > 1))
+            return false;
+    errno = 0;
+    char* end = nullptr;
+    const long long v = strtoll(s.c_str(), &end, 10);
+    if (errno != 0 || *end != '\0')
+        return false;
+    *out = v;
+    return true;
+}
+
+std::vector<std::string> split(const std::string& s, char sep)
+{
+    std::vector<std::string> parts;
+    size_t at = 0;
+    for (;;) {
+        const size_t next = s.find(sep, at);
+        parts.push_back(s.substr(at, next == std::string::npos ? std::string::npos : next - at));
+        if (next == std::string::npos)
+            return parts;
+        at = next + 1;
+    }
+}
+
+std::string trim(const std::string& s)
+{
+    const size_t a = s.find_first_not_of(" \t");
+    if (a == std::string::npos)
+        return "";
+    return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+}  // namespace
+
+bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out)
+{
+    *out = ShardMark{};
+    const std::vector<std::string> f = split(text, ' ');
+    int64_t floor = 0, holder = 0, word = 0;
+    if (f.size() != 5 || !parse_int(f[0], &floor) || floor < 0 || f[1].size() != 16 || !parse_int(f[2], &holder) ||
+        holder < 0 || holder > max_holder || (f[3] != "held" && f[3] != "released") || !parse_int(f[4], &word) ||
+        word < 0)
+        return false;
+    uint64_t token = 0;
+    for (char c : f[1]) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return false;
+        token = token << 4 | uint64_t(d);
+    }
+    out->floor_ms = floor;
+    out->token = token;
+    out->holder = int(holder);
+    out->released = f[3] == "released";
+    out->word = uint64_t(word);
+    return true;
+}
+
+bool shard_floor(const ShardMark& mark, int64_t node_mark_ms, int64_t* floor_ms)
+{
+    if (mark.released) {
+        *floor_ms = mark.floor_ms;
+        return true;
+    }
+    if (node_mark_ms < 0)
+        return false;
+    *floor_ms = std::max(mark.floor_ms, node_mark_ms);
+    return true;
+}
+
+bool parse_shard_set(const std::string& text, int64_t max, std::vector<ShardRange>* out, std::string* why)
+{
+    out->clear();
+    if (trim(text).empty())
+        return true;
+    for (const std::string& raw : split(text, ',')) {
+        const std::string part = trim(raw);
+        const size_t dash = part.find('-', 1);
+        ShardRange r{0, 0};
+        const bool ok = dash == std::string::npos ? parse_int(part, &r.lo) && (r.hi = r.lo, true)
+                                                  : parse_int(trim(part.substr(0, dash)), &r.lo) &&
+                                                        parse_int(trim(part.substr(dash + 1)), &r.hi);
+        if (!ok) {
+            *why = "\"" + part + "\" is not a shard or a range of shards (write them as 0-511,1024)";
+            return false;
+        }
+        if (r.lo < 0 || r.hi > max || r.lo > r.hi) {
+            *why = "\"" + part + "\" is not a range within 0.." + std::to_string(max);
+            return false;
+        }
+        out->push_back(r);
+    }
+    std::sort(out->begin(), out->end(), [](const ShardRange& a, const ShardRange& b) { return a.lo < b.lo; });
+    return true;
+}
+
+bool shard_set_contains(const std::vector<ShardRange>& set, int64_t value)
+{
+    auto it = std::upper_bound(set.begin(), set.end(), value, [](int64_t v, const ShardRange& r) { return v < r.lo; });
+    // The ranges may overlap: any range starting at or below the value may hold it.
+    for (auto r = set.begin(); r != it; ++r)
+        if (value <= r->hi)
+            return true;
+    return false;
+}
+
+}  // namespace shardid::coord

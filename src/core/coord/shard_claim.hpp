@@ -1,0 +1,70 @@
+// Claims of shard field values in etcd (docs/coordination.md, "Shard
+// values"): the rules, pure. In etcd mode a node issues an ID only while it
+// holds the value of the ID's shard field: its own node id, or an explicit
+// shard (next_snowflake_id(5)), each claimed on first use like a node id
+// and kept while used. The glue: src/pg/source/shard_claims.cpp (the table in
+// shared memory and the generators' side), src/pg/coord/coord_values.cpp (the
+// coordinator's side).
+//
+// Keys: a value V of claim space S is held through <prefix>/shard/S/V, put
+// under the holder's lease (it goes when the lease does), and marked in
+// <prefix>/shardmark/S/V, which outlives holders:
+//   "<floor_ms> <16 hex token> <holder node id> held|released <word>"
+// written with the claim (the floor: every ID of the value so far lies in
+// or below its tick; the holder's node id; its claim's token; the word:
+// what the holder's slot was raised above, the layout's pack(tick,
+// sequence), 0: nothing) and, at a release, with the last tick the
+// holder's slot issued and that slot's word. A new holder continues its
+// slot above a released word (in the same tick: a layout with one-minute
+// ticks does not wait for the next minute after a clean handover), or,
+// after a holder that did not release (a crash, a lost lease), above the
+// higher of the floor and that holder's node mark (<prefix>/mark/<id>):
+// every ID a node issues lies below its node mark. A holder that finds its
+// own mark raises above the word in it again (the raise may not have
+// survived: an answer lost, a restart before the first ID).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/layout.hpp"
+
+namespace shardid::coord {
+
+// The claim space of a layout: IDs of two layouts can be equal, for one
+// shard field value, only when their shapes are equal (epoch, unit, the
+// three widths, wrapping, first sequence), the rule by which layouts
+// already share node state. Its name in keys, e.g. snowflake's
+// "e1288834974657u1t41s10q12"; "w" marks a wrapping layout, "f<n>" a
+// first sequence other than 0.
+std::string space_name(const Shape& shape);
+std::string shard_key(const std::string& prefix, const std::string& space, int64_t value);
+std::string shard_mark_key(const std::string& prefix, const std::string& space, int64_t value);
+
+struct ShardMark {
+    int64_t floor_ms = 0;  // the holder's floor (held), or its last tick issued (released)
+    uint64_t token = 0;    // the claim's token (coord::Mark): whose mark it is
+    int holder = -1;       // the node id of the holder that wrote it
+    bool released = false;
+    uint64_t word = 0;  // held: the word its slot was raised above; released: its slot's word; 0: none
+};
+std::string shard_mark_value(const ShardMark& mark);
+// False for anything shard_mark_value() never writes, and a holder outside
+// 0..max_holder.
+bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out);
+
+// The floor a new holder starts above: a released mark's own tick; a held
+// one's floor or, above it, the node mark of its holder (node_mark_ms; -1:
+// no node mark: the holder's IDs cannot be bounded, false).
+bool shard_floor(const ShardMark& mark, int64_t node_mark_ms, int64_t* floor_ms);
+
+// shardid.shards: the shard values a node declares it owns, as
+// "0-511,1024" (ranges and single values, ascending or not, 0..max).
+struct ShardRange {
+    int64_t lo, hi;
+};
+bool parse_shard_set(const std::string& text, int64_t max, std::vector<ShardRange>* out, std::string* why);
+bool shard_set_contains(const std::vector<ShardRange>& set, int64_t value);
+
+}  // namespace shardid::coord

@@ -1,0 +1,412 @@
+// Every setting of shardid, in one table: name, descriptions, default,
+// range, context and privilege. define_settings() defines them all from it,
+// in its order (shardid.node_id_source comes before shardid.node_id, whose
+// check reads it). The etcd settings take any value their type can hold:
+// PostgreSQL replaces a value its check refuses at server start by the
+// default, silently but for a WARNING, and a prefix or endpoint list
+// replaced that way would make two clusters meant to be apart share ids. The
+// coordinator worker checks them instead, and refuses to claim ("misconfigured"). A "%d" in a short description stands for the setting's
+// maximum, so a range the core defines is written once.
+//
+// A setting that changes what the whole node does is set for the whole
+// server (PGC_SIGHUP or PGC_POSTMASTER), never per session, role or
+// database: shardid.max_clock_lead and shardid.clock_offset_ms move the
+// logical clock every session shares, and shardid.wal_log_mark decides
+// whether the node-wide state reaches standbys. Per-session settings only
+// shape the IDs of that session (a field, a key, a wait).
+#include <climits>
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/coord/coord.hpp"
+#include "core/decimal.hpp"
+#include "core/eightbyte.hpp"
+#include "core/coord/shard_claim.hpp"
+#include "core/text.hpp"
+#include "core/uuidv7.hpp"
+#include "pg/base/etcd_settings.hpp"
+#include "pg/base/pg.hpp"
+#include "pg/base/settings.hpp"
+
+extern "C" {
+#include "miscadmin.h"
+#include "utils/guc.h"
+#include "utils/guc_tables.h"
+}
+
+namespace shardid::pg {
+
+int node_id = node_id_unset;
+int max_clock_lead_ms = 10000;
+int clock_offset_ms = 0;
+int launch_id = -1;
+int cluster_id = 0;
+char* call_number_key = nullptr;
+bool wal_log_mark = true;
+int uuidv7_shard_bits = 0;
+int node_id_source_setting = int(NodeIdSourceSetting::setting);
+char* etcd_endpoints = nullptr;
+char* etcd_prefix = nullptr;
+int etcd_lease_ttl_s = 10;
+char* etcd_lease_ttl_text = nullptr;
+char* etcd_user = nullptr;
+char* etcd_password_file = nullptr;
+char* etcd_cacert = nullptr;
+char* etcd_cert = nullptr;
+char* etcd_key = nullptr;
+int etcd_node_id_min = 0;
+int etcd_node_id_max = 1023;
+char* etcd_node_id_min_text = nullptr;
+char* etcd_node_id_max_text = nullptr;
+int etcd_wait_ms = 10000;
+int max_shard_claims = 10000;
+int shard_idle_release_s = 60;
+char* shards_setting = nullptr;
+
+namespace {
+
+const config_enum_entry source_options[] = {
+    {"setting", int(NodeIdSourceSetting::setting), false},
+    {"etcd", int(NodeIdSourceSetting::etcd), false},
+    {"citus", int(NodeIdSourceSetting::citus), false},
+    {nullptr, 0, false},
+};
+
+// shardid.node_id: in etcd mode the node id is the node's, claimed at
+// server start: a session, role or database value would make IDs under an
+// id nobody claimed.
+bool check_node_id(int*, void**, GucSource source)
+{
+    if (coord_enabled() && source >= PGC_S_GLOBAL && source != PGC_S_OVERRIDE) {
+        GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
+        GUC_check_errmsg(
+            "shardid.node_id cannot be set per session, role or database when shardid.node_id_source is etcd");
+        GUC_check_errdetail("The node id is claimed from etcd for the whole node at server start.");
+        GUC_check_errhint("Set it in postgresql.conf (-1 claims the lowest free id) and restart the server.");
+        return false;
+    }
+    return true;
+}
+
+// shardid.shards: checked as given, and kept parsed for generators (a
+// shard is at most an int4).
+std::vector<coord::ShardRange> declared_shards;
+std::string declared_text;
+
+bool check_shards(char** value, void**, GucSource)
+{
+    std::vector<coord::ShardRange> set;
+    std::string why;
+    if (!coord::parse_shard_set(*value ? *value : "", INT32_MAX, &set, &why)) {
+        GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
+        GUC_check_errdetail("%s.", why.c_str());
+        GUC_check_errhint("List shards and ranges of shards separated by commas, such as '0-511,1024'.");
+        return false;
+    }
+    return true;
+}
+
+enum class Kind { integer, boolean, enumeration, string };
+
+struct Setting {
+    const char* name;
+    Kind kind;
+    void* variable;
+    const char* short_desc;
+    const char* long_desc;
+    int boot;  // integer, boolean, enumeration
+    int min, max;
+    const char* boot_string;
+    const config_enum_entry* options;
+    GucContext context;
+    int flags;
+    GucIntCheckHook int_check;
+    GucStringCheckHook string_check;
+    // Takes effect at server start: defined only when preloading.
+    bool at_start;
+};
+
+constexpr int coord_flags = GUC_SUPERUSER_ONLY;  // none of the coordination settings is for ordinary roles
+
+const Setting settings[] = {
+    {"shardid.node_id_source", Kind::enumeration, &node_id_source_setting,
+     "Where this node's id comes from: setting, etcd or citus.",
+     "setting: shardid.node_id as configured. etcd: claimed from etcd at server start, with fencing and marks, so "
+     "that no two nodes use one id. citus: the node's Citus group id (0 on the coordinator), read from Citus' "
+     "metadata in the database that generates.",
+     int(NodeIdSourceSetting::setting), 0, 0, nullptr, source_options, PGC_POSTMASTER, coord_flags, nullptr, nullptr,
+     true},
+    {"shardid.node_id", Kind::integer, &node_id,
+     "This node's id in shardid IDs (TraceId node, default Snowflake/Instagram shard).",
+     "-1 means unset: generators that need it then fail (with shardid.node_id_source = etcd: claim the lowest free "
+     "id). Each node must have its own value, which must fit the field of the scheme that uses it.",
+     node_id_unset, node_id_unset, INT_MAX, nullptr, nullptr, PGC_SUSET, 0, check_node_id, nullptr, false},
+    {"shardid.max_clock_lead", Kind::integer, &max_clock_lead_ms,
+     "How far the logical clock may run ahead of the wall clock after it stepped back.",
+     "When a tick's sequence is used up while the wall clock is behind the last issued ID, the logical clock moves "
+     "one tick ahead; past this lead, generation fails instead.",
+     10000, 0, INT_MAX, nullptr, nullptr, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, false},
+    {"shardid.clock_offset_ms", Kind::integer, &clock_offset_ms,
+     "Testing aid: milliseconds added to the wall clock the whole server reads.",
+     "Negative values simulate a clock that stepped back. Leave at 0 in production.", 0, INT_MIN, INT_MAX, nullptr,
+     nullptr, PGC_SIGHUP, GUC_UNIT_MS, nullptr, nullptr, false},
+    {"shardid.launch_id", Kind::integer, &launch_id, "DecimalId launch id of this deployment (1..%d; 0 for tests).",
+     "-1 means unset: next_decimal_id() then fails.", -1, -1, int(decimal_launch_max), nullptr, nullptr, PGC_SUSET, 0,
+     nullptr, nullptr, false},
+    {"shardid.cluster_id", Kind::integer, &cluster_id, "Cluster id in eight-byte ids (0..%d).", nullptr, 0, 0,
+     int(eight_cluster_max), nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
+    {"shardid.uuidv7_shard_bits", Kind::integer, &uuidv7_shard_bits,
+     "Width of the shard field at the top of a UUIDv7's rand_b (0..%d).",
+     "0: no shard field, rand_b is all random. Otherwise next_uuidv7() puts the node id there, next_uuidv7(shard) "
+     "the shard; decode with uuidv7_decode(id, shard_bits).",
+     0, 0, int(uuidv7_max_shard_bits), nullptr, nullptr, PGC_SUSET, 0, nullptr, nullptr, false},
+    {"shardid.call_number_key", Kind::string, &call_number_key,
+     "Name of the key-ring key from which the call-number bit shuffle is derived.",
+     "Changing it changes every call number's text.", 0, 0, 0, "default", nullptr, PGC_SUSET, 0, nullptr, nullptr,
+     false},
+    {"shardid.wal_log_mark", Kind::boolean, &wal_log_mark,
+     "WAL-logs the node's high-water mark and counter floors, so standbys replay them.",
+     "Needs shared_preload_libraries = 'shardid' on the primary and on every standby. Off, a promoted standby does "
+     "not know the old primary's mark.",
+     true, 0, 0, nullptr, nullptr, PGC_SIGHUP, 0, nullptr, nullptr, false},
+    {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms,
+     "How long a generator waits for a claim or a counter from etcd.",
+     "After it, generation fails with SQLSTATE 55000.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,
+     GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+    {"shardid.max_shard_claims", Kind::integer, &max_shard_claims,
+     "How many shard field values this node may hold in etcd at once.",
+     "Each value a generator writes into an ID's shard field (the node id, or an explicit shard) is claimed in etcd "
+     "and held while used; past this many, generation fails with SQLSTATE 53400.",
+     10000, 16, 100000, nullptr, nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.shard_idle_release", Kind::integer, &shard_idle_release_s,
+     "How long a shard value held in etcd may go without an ID before this node gives it back.",
+     "Another node can then claim it; this node's own node id is kept while the node id is.", 60, 1, 86400, nullptr,
+     nullptr, PGC_SIGHUP, GUC_UNIT_S | coord_flags, nullptr, nullptr, false},
+    {"shardid.shards", Kind::string, &shards_setting,
+     "The shards this node declares it owns, such as '0-511,1024' (empty: any).",
+     "A generator given an explicit shard outside them fails with SQLSTATE 55000. With node ids from settings this is "
+     "the operator's word; in etcd mode each shard is also claimed.",
+     0, 0, 0, "", nullptr, PGC_SIGHUP, 0, nullptr, check_shards, false},
+    {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
+     "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags,
+     nullptr, nullptr, true},
+    {"shardid.etcd_prefix", Kind::string, &etcd_prefix, "The etcd key prefix under which shardid keeps its keys.",
+     "Nodes that share a prefix share node ids and counters.", 0, 0, 0, "/shardid", nullptr, PGC_POSTMASTER,
+     coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_lease_ttl", Kind::string, &etcd_lease_ttl_text, "TTL of this node's etcd lease (2 s to 300 s).",
+     "The node stops issuing IDs a margin before the lease can expire when it cannot renew it; another node can take "
+     "its id after it expired.",
+     0, 0, 0, "10s", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_user", Kind::string, &etcd_user, "etcd user name (empty: no authentication).", nullptr, 0, 0, 0, "",
+     nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.", nullptr,
+     0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_cacert", Kind::string, &etcd_cacert, "CA certificate file for https etcd endpoints.", nullptr, 0, 0,
+     0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_cert", Kind::string, &etcd_cert, "Client certificate file for etcd.", nullptr, 0, 0, 0, "", nullptr,
+     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_key", Kind::string, &etcd_key, "Client key file for etcd.", nullptr, 0, 0, 0, "", nullptr,
+     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+    {"shardid.etcd_node_id_min", Kind::string, &etcd_node_id_min_text,
+     "Lowest node id claimed when shardid.node_id is -1.", nullptr, 0, 0, 0, "0", nullptr, PGC_POSTMASTER, coord_flags,
+     nullptr, nullptr, true},
+    {"shardid.etcd_node_id_max", Kind::string, &etcd_node_id_max_text,
+     "Highest node id claimed when shardid.node_id is -1.",
+     "Keep it within the node field of every scheme in use (1023 fits them all).", 0, 0, 0, "1023", nullptr,
+     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+};
+
+// The short description, with "%d" replaced by the maximum (kept for the
+// life of the process, as PostgreSQL keeps the pointer).
+const char* short_desc(const Setting& s)
+{
+    const char* at = strstr(s.short_desc, "%d");
+    if (at == nullptr)
+        return s.short_desc;
+    return MemoryContextStrdup(TopMemoryContext,
+                               psprintf("%.*s%d%s", int(at - s.short_desc), s.short_desc, s.max, at + 2));
+}
+
+// The settings whose configured value was not accepted, as given, and
+// whether that was at server start (preloaded) or in this session.
+std::string refused, reason;
+bool refused_at_start = false;
+
+// Would PostgreSQL accept `given` for the setting just defined? Asked as
+// for a value from postgresql.conf, without setting it (nothing is logged):
+// 0 is a refusal; a valid value not applied returns -1.
+bool accepted(const char* name, const char* given)
+{
+    return set_config_option(name, given, PGC_POSTMASTER, PGC_S_FILE, GUC_ACTION_SET, false, DEBUG5, false) != 0;
+}
+
+void refuse(const char* name, const char* given, const char* why)
+{
+    refused += std::string(refused.empty() ? "" : ", ") + name + " = '" + printable(given) + "'" + why;
+}
+
+// Is `given` the name of an enumeration setting's default?
+bool is_boot_option(const Setting& s, const char* given)
+{
+    for (const config_enum_entry* o = s.options; o->name != nullptr; o++)
+        if (o->val == s.boot && pg_strcasecmp(o->name, given) == 0)
+            return true;
+    return false;
+}
+
+}  // namespace
+
+const char* refused_settings() { return refused.c_str(); }
+
+bool shard_declared(int64_t shard)
+{
+    const char* text = shards_setting ? shards_setting : "";
+    if (text[0] == '\0')
+        return true;
+    if (declared_text != text) {
+        std::string why;
+        std::vector<coord::ShardRange> set;
+        if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
+            return false;  // checked when set: never reached
+        declared_shards.swap(set);
+        declared_text = text;
+    }
+    return coord::shard_set_contains(declared_shards, shard);
+}
+
+const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str(); }
+
+const char* refused_hint()
+{
+    return refused_at_start
+               ? "Correct the setting in postgresql.conf (or with ALTER SYSTEM) and restart the server."
+               : "Correct the setting where it is configured (reload the configuration if that is postgresql.conf) and "
+                 "start a new session.";
+}
+
+// Whether someone configured the setting `name` (a placeholder's value
+// too): a placeholder whose line was removed from the configuration and
+// reloaded keeps an empty value of the default source (PostgreSQL 16 on),
+// which nobody configured.
+bool configured(const char* name)
+{
+#if PG_VERSION_NUM >= 160000
+    const config_generic* g = find_option(name, false, true, DEBUG5);
+    return g != nullptr && g->source > PGC_S_DEFAULT;
+#else
+    config_generic** vars = get_guc_variables();
+    for (int i = 0, n = GetNumConfigOptions(); i < n; i++)
+        if (pg_strcasecmp(vars[i]->name, name) == 0)
+            return vars[i]->source > PGC_S_DEFAULT;
+    return false;
+#endif
+}
+
+void define_settings()
+{
+    for (const Setting& s : settings) {
+        if (s.at_start && !process_shared_preload_libraries_in_progress) {
+            // Loaded later: the node takes its id from shardid.node_id (no
+            // worker to claim one), so a node told to take it from elsewhere
+            // must not issue under shardid.node_id instead.
+            const char* given = configured(s.name) ? GetConfigOption(s.name, true, false) : nullptr;
+            if (s.kind == Kind::enumeration && given != nullptr && !is_boot_option(s, given))
+                refuse(s.name, given, " (takes effect only with shared_preload_libraries = 'shardid')");
+            continue;
+        }
+        // A value configured before shardid was loaded waits as a
+        // placeholder; defining the setting applies it, or keeps the
+        // default with only a WARNING when it is malformed or out of range.
+        // A default nobody chose is not trusted (see refused_settings()).
+        // (Copied with pstrdup: PostgreSQL may raise in between, and no C++
+        // object with a destructor may be alive then.)
+        const char* placeholder = configured(s.name) ? GetConfigOption(s.name, true, false) : nullptr;
+        const char* given = placeholder ? pstrdup(placeholder) : nullptr;
+        const char* desc = short_desc(s);
+        switch (s.kind) {
+        case Kind::integer:
+            DefineCustomIntVariable(s.name, desc, s.long_desc, static_cast<int*>(s.variable), s.boot, s.min, s.max,
+                                    s.context, s.flags, s.int_check, nullptr, nullptr);
+            break;
+        case Kind::boolean:
+            DefineCustomBoolVariable(s.name, desc, s.long_desc, static_cast<bool*>(s.variable), s.boot != 0, s.context,
+                                     s.flags, nullptr, nullptr, nullptr);
+            break;
+        case Kind::enumeration:
+            DefineCustomEnumVariable(s.name, desc, s.long_desc, static_cast<int*>(s.variable), s.boot, s.options,
+                                     s.context, s.flags, nullptr, nullptr, nullptr);
+            break;
+        case Kind::string:
+            DefineCustomStringVariable(s.name, desc, s.long_desc, static_cast<char**>(s.variable), s.boot_string,
+                                       s.context, s.flags, s.string_check, nullptr, nullptr);
+            break;
+        }
+        if (given != nullptr && !accepted(s.name, given))
+            refuse(s.name, given, "");
+    }
+    MarkGUCPrefixReserved("shardid");
+    refused_at_start = process_shared_preload_libraries_in_progress;
+    if (refused.empty())
+        return;
+    reason = "a configured value was not accepted: " + refused;
+    ereport(WARNING, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("shardid issues no IDs: %s", reason.c_str()),
+                      errdetail("PostgreSQL keeps the default instead, and shardid does not issue IDs under a "
+                                "value nobody configured."),
+                      errhint("%s", refused_hint())));
+}
+
+// The etcd settings that are numbers, read from their text: they are text
+// settings so that a malformed value reaches the coordinator as given
+// (PostgreSQL would replace it by the default at server start).
+bool etcd_numbers(std::string* why)
+{
+    struct Number {
+        const char* name;
+        const char* text;
+        int flags;
+        int* out;
+    };
+    const Number numbers[] = {
+        {"shardid.etcd_lease_ttl", etcd_lease_ttl_text, GUC_UNIT_S, &etcd_lease_ttl_s},
+        {"shardid.etcd_node_id_min", etcd_node_id_min_text, 0, &etcd_node_id_min},
+        {"shardid.etcd_node_id_max", etcd_node_id_max_text, 0, &etcd_node_id_max},
+    };
+    for (const Number& n : numbers) {
+        const char* hint = nullptr;
+        int value = 0;
+        if (n.text == nullptr || !parse_int(n.text, &value, n.flags, &hint) || value < 0) {
+            *why = std::string(n.name) + " = '" + printable(n.text ? n.text : "") + "' is not " +
+                   (n.flags == GUC_UNIT_S ? "a time (such as 10s)" : "a whole number of at least 0");
+            return false;
+        }
+        *n.out = value;
+    }
+    return true;
+}
+
+// The etcd client's configuration, from the shardid.etcd_* settings.
+bool etcd_client_config(etcd::Config* config, std::string* why)
+{
+    if (!coord::parse_endpoints(etcd_endpoints ? etcd_endpoints : "", &config->endpoints, why)) {
+        *why = "shardid.etcd_endpoints is not usable: " + *why;
+        return false;
+    }
+    config->user = etcd_user ? etcd_user : "";
+    if (!config->user.empty()) {
+        std::ifstream in(etcd_password_file ? etcd_password_file : "");
+        if (!in || !std::getline(in, config->password)) {
+            *why = std::string("could not read the password file \"") + (etcd_password_file ? etcd_password_file : "") +
+                   "\" (shardid.etcd_password_file)";
+            return false;
+        }
+    }
+    config->cacert = etcd_cacert ? etcd_cacert : "";
+    config->cert = etcd_cert ? etcd_cert : "";
+    config->key = etcd_key ? etcd_key : "";
+    config->timeout_ms = coord::request_timeout_ms(int64_t(etcd_lease_ttl_s) * 1000);
+    return true;
+}
+
+}  // namespace shardid::pg

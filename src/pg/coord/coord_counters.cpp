@@ -1,0 +1,230 @@
+// The holder's counters and the cluster's call-number key (src/pg/
+// coord_holder.hpp): counter values taken in etcd for backends, counters
+// raised to this node's floors at each claim, and the call-number key read
+// and recorded for backends. The rules, and what a counter may hold:
+// src/core/coord/coord.hpp (counter_next()).
+#include <algorithm>
+#include <string>
+
+#include "core/text.hpp"
+#include "pg/coord/coord_holder.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/state/shared.hpp"
+
+namespace shardid::pg {
+
+// A counter's key and the highest floor any node raised it to
+// (coord::counter_next()): its value, revision (0: absent) and number of
+// writes; false when it cannot be read, or holds what shardid never writes
+// (then reported).
+struct CounterKey {
+    int64_t value = 0, revision = 0, version = 0;
+    int64_t raised = 0, raised_revision = 0;
+};
+static bool read_counter(etcd::Client& client, const std::string& key, CounterKey* out, std::string* why, bool* corrupt)
+{
+    std::vector<etcd::KeyValue> kvs;
+    *corrupt = false;
+    *out = CounterKey{};
+    const std::string raised_key = coord::counter_raised_key(key);
+    if (!client.range(key, coord::prefix_end(key), &kvs, why))
+        return false;
+    for (const etcd::KeyValue& kv : kvs) {
+        if (kv.key == key) {
+            out->revision = kv.mod_revision;
+            out->version = kv.version;
+            if (!coord::parse_count(kv.value, &out->value)) {
+                *corrupt = true;
+                *why = "the key \"" + key + "\" holds \"" + printable(kv.value, 40) + "\", which is not a count";
+                return false;
+            }
+        } else if (kv.key == raised_key) {
+            out->raised_revision = kv.mod_revision;
+            if (!coord::parse_count(kv.value, &out->raised)) {
+                *corrupt = true;
+                *why = "the key \"" + raised_key + "\" holds \"" + printable(kv.value, 40) + "\", which is not a count";
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+// A counter's value put by a transaction, with the raised floor when the
+// value needs it to be explained (coord::counter_next()), guarded by both
+// keys' revisions.
+static std::string counter_txn(const std::string& key, const CounterKey& k, int64_t value, int64_t raised)
+{
+    using T = etcd::Compare::Target;
+    const std::string raised_key = coord::counter_raised_key(key);
+    std::vector<etcd::Compare> cmp = {{k.revision == 0 ? T::create : T::mod, key, k.revision, ""},
+                                      {k.raised_revision == 0 ? T::create : T::mod, raised_key, k.raised_revision, ""}};
+    std::vector<etcd::Op> put = {{true, key, std::to_string(value), ""}};
+    if (raised > k.raised)
+        put.push_back({true, raised_key, std::to_string(raised), ""});
+    return etcd::encode_txn(cmp, put, {});
+}
+
+// The cluster's call-number key, for backends that asked (see
+// cluster_call_key()): recorded first when a superuser asked to
+// (shardid_set_call_number_key(); "0" when cleared), then read, every time:
+// a superuser may change it at any time on any node.
+void Holder::serve_call_key()
+{
+    CoordShared& c = coord_shared();
+    const uint64_t asked = c.call_key_asked.load();
+    if (asked == c.call_key_served.load())
+        return;
+    const std::string key = coord::call_key_key(prefix_);
+    std::string why;
+    const int64_t set = c.call_key_set.exchange(0);
+    if (set != 0) {
+        etcd::Txn t;
+        if (!client_.txn(etcd::encode_txn({}, {{true, key, std::to_string(set > 0 ? set : 0), ""}}, {}), &t, &why)) {
+            int64_t none = 0;
+            c.call_key_set.compare_exchange_strong(none, set);  // again next round
+            failed("could not record the call-number key in \"" + key + "\"", why);
+            return;
+        }
+        answered();
+        ereport(LOG, (errmsg("shardid coordinator: %s the cluster's call-number key in \"%s\"",
+                             set > 0 ? "recorded" : "cleared", key.c_str())));
+    }
+    std::vector<etcd::KeyValue> kvs;
+    if (!client_.range(key, "", &kvs, &why)) {
+        failed("could not read \"" + key + "\"", why);
+        return;
+    }
+    answered();
+    int64_t value = 0;
+    if (!kvs.empty() && !coord::parse_count(kvs[0].value, &value)) {
+        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) +
+                                          "\", which is not a fingerprint: no call-number run is taken until it "
+                                          "is fixed (shardid_set_call_number_key() writes it again)");
+        return;
+    }
+    c.call_key_cluster.store(value, std::memory_order_release);
+    c.call_key_served.store(asked, std::memory_order_release);
+    ConditionVariableBroadcast(&c.changed);
+}
+
+// The key of counter field k, read into *key and *out; false when it
+// cannot be read, reported, and a value shardid never writes reported as a
+// key edited by hand, with `until` said of it.
+bool Holder::counter_key_value(int k, const std::string& until, std::string* key, CounterKey* out, bool* corrupt)
+{
+    std::string why;
+    *key = coord::counter_key(prefix_, node_state_fields[k].keyword);
+    if (read_counter(client_, *key, out, &why, corrupt)) {
+        answered();
+        return true;
+    }
+    if (*corrupt)
+        error(Condition::corrupt_key, why + ": " + until);
+    else
+        failed("could not read \"" + *key + "\"", why);
+    return false;
+}
+
+// The words of a counter refused by coord::counter_next(), and how to fix it.
+static std::string counter_refused(const std::string& key, const std::string& why, const char* until)
+{
+    return "the key \"" + key + "\" is refused: " + why + ": " + until +
+           " (delete the key: the nodes raise it to their own floors)";
+}
+
+void Holder::serve_counters()
+{
+    serve_call_key();
+    CoordShared& c = coord_shared();
+    for (int k = 0; k < node_state_field_count; k++) {
+        if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)
+            continue;
+        const NodeCounter which = NodeCounter(k);
+        if (c.counter_want[k].load() == 0 || c.counter_ready[k].load() >= 0)
+            continue;
+        const std::string until = std::string("no ") + node_counter_name(which) + " is taken until it is fixed";
+        std::string key, why;
+        CounterKey ck;
+        bool corrupt = false;
+        if (!counter_key_value(k, until, &key, &ck, &corrupt)) {
+            corrupt_ |= corrupt;
+            continue;
+        }
+        const int64_t floor = counter_floor(which), max = node_state_fields[k].max;
+        int64_t next = 0;
+        if (!coord::counter_next(ck.value, ck.version, ck.raised, floor, max, &next, &why)) {
+            corrupt_ = true;
+            error(Condition::corrupt_key, counter_refused(key, why, until.c_str()));
+            continue;
+        }
+        corrupt_ = false;
+        ended(Condition::corrupt_key);
+        if (next <= max) {
+            etcd::Txn t;
+            if (!client_.txn(counter_txn(key, ck, next, std::max(ck.raised, floor)), &t, &why)) {
+                failed("could not take a value from \"" + key + "\"", why);
+                continue;
+            }
+            if (!t.succeeded)
+                continue;  // another node took one meanwhile: again, next round
+        }
+        // None left (next > max): nothing is written, and the backend says so.
+        c.counter_ready[k].store(next);
+        c.counter_want[k].store(0);
+        ConditionVariableBroadcast(&c.changed);
+    }
+}
+
+// Raises every counter in etcd to at least this node's own floor, once per
+// claim: an etcd that lost its data (or a prefix deleted by hand) must not
+// hand another node a value this node holds or has used. A counter beyond
+// what shardid could have written is left alone (and reported).
+bool Holder::raise_counters()
+{
+    bool all = true, corrupt_any = false;
+    for (int k = 0; k < node_state_field_count; k++) {
+        if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)
+            continue;
+        const int64_t floor = counter_floor(NodeCounter(k));
+        if (floor < 0)
+            continue;
+        const char* until = "it is not raised to this node's floor until it is fixed";
+        std::string key, why;
+        CounterKey ck;
+        bool corrupt = false;
+        if (!counter_key_value(k, until, &key, &ck, &corrupt)) {
+            corrupt_any |= corrupt;
+            all = false;
+            continue;
+        }
+        int64_t next = 0;
+        if (!coord::counter_next(ck.value, ck.version, ck.raised, floor, node_state_fields[k].max, &next, &why)) {
+            error(Condition::corrupt_key, counter_refused(key, why, until));
+            corrupt_any = true;
+            all = false;
+            continue;
+        }
+        if (ck.value >= floor)
+            continue;
+        etcd::Txn t;
+        if (!client_.txn(counter_txn(key, ck, floor, std::max(ck.raised, floor)), &t, &why)) {
+            failed("could not raise \"" + key + "\"", why);
+            all = false;
+            continue;
+        }
+        answered();
+        if (!t.succeeded) {
+            all = false;  // changed meanwhile: read again next round
+            continue;
+        }
+        ereport(LOG, (errmsg("shardid coordinator: raised \"%s\" from %lld to this node's floor %lld", key.c_str(),
+                             (long long)ck.value, (long long)floor)));
+    }
+    corrupt_ = corrupt_any;
+    if (!corrupt_any)
+        ended(Condition::corrupt_key);
+    return all;
+}
+
+}  // namespace shardid::pg

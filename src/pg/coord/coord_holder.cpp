@@ -1,0 +1,428 @@
+// The holder's steps against etcd (src/pg/coord/coord_holder.hpp): keep the lease, claim the id, read the previous
+// holder's mark, wait out its fence, record the window, and give the claim back (the counters:
+// src/pg/coord/coord_counters.cpp). The rules: src/core/coord/coord.hpp.
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <string>
+#include <unistd.h>
+
+#include "core/text.hpp"
+#include "pg/coord/coord_holder.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/state/shared.hpp"
+
+extern "C" {
+#include "access/xlog.h"
+#include "port.h"
+#include "postmaster/postmaster.h"
+}
+
+namespace shardid::pg {
+
+namespace {
+
+std::string iso_now()
+{
+    const time_t t = time(nullptr);
+    tm utc;
+    gmtime_r(&t, &utc);
+    char buf[32];
+    strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &utc);
+    return buf;
+}
+
+}  // namespace
+
+coord::Holder this_node()
+{
+    coord::Holder me;
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    me.host = host;
+    me.port = PostPortNumber;
+    me.system_identifier = std::to_string(GetSystemIdentifier());
+    me.since = iso_now();
+    return me;
+}
+
+uint64_t new_token()
+{
+    uint64_t t = 0;
+    while (t == 0)
+        if (!pg_strong_random(&t, sizeof t))
+            t = uint64_t(fence_clock_ms()) * 0x9e3779b97f4a7c15ull ^ uint64_t(getpid());
+    return t & uint64_t(INT64_MAX);  // kept in the node state as a non-negative int64
+}
+
+void Holder::lose_claim(const std::string& why)
+{
+    CoordShared& c = coord_shared();
+    if (held_ >= 0 || claimed_ >= 0) {
+        c.held.store(-1, std::memory_order_release);
+        c.generation.fetch_add(1, std::memory_order_acq_rel);
+        ConditionVariableBroadcast(&c.changed);
+        ereport(LOG, (errmsg("shardid coordinator: gave up node id %d: %s", claimed_, why.c_str())));
+    }
+    held_ = claimed_ = -1;
+    counters_raised_ = false;
+    taking_over_ = false;
+    lose_values();
+}
+
+// Grants or renews the lease; false when there is no live one.
+bool Holder::keep_lease()
+{
+    std::string why;
+    const int64_t sent = fence_clock_ms();
+    if (lease_.empty()) {
+        etcd::Grant g;
+        if (!client_.grant(etcd_lease_ttl_s, &g, &why)) {
+            failed("could not get a lease", why);
+            return false;
+        }
+        answered();
+        // Fenced at the TTL asked for at most: a grant of more (a broken or
+        // hostile gateway) must not keep this node issuing after etcd may
+        // have expired the lease.
+        const int64_t ttl_s = coord::fenced_ttl_s(etcd_lease_ttl_s, g.ttl_s);
+        if (g.ttl_s > etcd_lease_ttl_s)
+            ereport(LOG, (errmsg("shardid coordinator: etcd granted lease %s a TTL of %lld s for %d s asked; the "
+                                 "node fences with %d s",
+                                 g.id.c_str(), (long long)g.ttl_s, etcd_lease_ttl_s, etcd_lease_ttl_s)));
+        lease_ = g.id;
+        lease_ttl_ms_ = ttl_s * 1000;
+        fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
+        last_sent_ms_ = sent;
+        publish_lease();
+        return true;
+    }
+    if (sent - last_sent_ms_ >= coord::keepalive_every_ms(lease_ttl_ms_)) {
+        int64_t ttl = 0;
+        bool alive = false;
+        if (!client_.keepalive(lease_, &ttl, &alive, &why)) {
+            failed("could not renew lease " + lease_, why);
+        } else if (!alive) {
+            answered();
+            const std::string old = lease_;
+            lease_.clear();
+            lose_claim("lease " + old + " expired in etcd");
+            return false;
+        } else {
+            answered();
+            fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
+            last_sent_ms_ = sent;
+            publish_lease();
+        }
+    }
+    if (fence_clock_ms() >= fence_ms_) {
+        if (claimed_ >= 0)
+            lose_claim("lease " + lease_ + " could not be renewed before its fence: IDs stopped");
+        // It may have expired in etcd meanwhile: renew it (etcd says whether
+        // it lives) or take a new one.
+        return false;
+    }
+    return true;
+}
+
+// Creates the node key of `id` under this node's lease; false (and why
+// reported) when it cannot, or another holds it.
+bool Holder::take_id(int id)
+{
+    std::string why;
+    const coord::Holder me = this_node();
+    const std::string key = coord::node_key(prefix_, id);
+    etcd::Txn t;
+    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
+                                      {{true, key, coord::holder_value(me), lease_}}, {{false, key, "", ""}}),
+                     &t, &why)) {
+        failed("could not claim node id " + std::to_string(id), why);
+        return false;
+    }
+    answered();
+    if (t.succeeded || (t.kvs.size() == 1 && t.kvs[0].lease == lease_)) {
+        claimed_at_ms_ = fence_clock_ms();
+        publish_after_ms_ = 0;
+        claim_raised_ = false;
+        claim_token_ = new_token();
+        return true;
+    }
+    // Only a key under a lease can be this node's own from before a restart:
+    // shardid writes none without one, and one without would never expire.
+    const bool leased = t.kvs.size() == 1 && !t.kvs[0].lease.empty();
+    waiting_ = leased && coord::same_node(t.kvs[0].value, me);
+    refused_ = !waiting_;
+    if (t.kvs.size() == 1 && !coord::is_holder(t.kvs[0].value))
+        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(t.kvs[0].value, 40) +
+                                          "\", which shardid never writes: node id " + std::to_string(id) +
+                                          " is not used until it is fixed");
+    else if (t.kvs.size() == 1 && !leased)
+        error(Condition::corrupt_key, "the key \"" + key +
+                                          "\" has no lease, and shardid writes node keys only under one: node id " +
+                                          std::to_string(id) + " is not used until the key is removed");
+    else if (waiting_)
+        error(Condition::refused, "node id " + std::to_string(id) +
+                                      " is still held by this node's previous lease (after a crash or a fast "
+                                      "restart): waiting until etcd expires it");
+    else
+        error(Condition::refused,
+              "node id " + std::to_string(id) + " is held by another node: " +
+                  (t.kvs.empty() ? std::string("(its key vanished)") : coord::describe_holder(t.kvs[0].value)));
+    return false;
+}
+
+void Holder::claim()
+{
+    std::string why;
+    if (claimed_ < 0) {
+        int id = want_id_;
+        if (id < 0) {
+            std::vector<etcd::KeyValue> kvs;
+            if (!client_.range(prefix_ + "/node/", coord::prefix_end(prefix_ + "/node"), &kvs, &why)) {
+                failed("could not list the node ids held", why);
+                return;
+            }
+            answered();
+            std::vector<std::pair<std::string, std::string>> held;
+            for (const etcd::KeyValue& kv : kvs)
+                held.emplace_back(kv.key, kv.lease);
+            id = coord::choose_id(prefix_, held, lease_, last_id_, etcd_node_id_min, etcd_node_id_max);
+            if (id < 0) {
+                refused_ = true;
+                error(Condition::refused, "every node id from " + std::to_string(etcd_node_id_min) + " to " +
+                                              std::to_string(etcd_node_id_max) + " is held by another node");
+                return;
+            }
+        }
+        if (!take_id(id))
+            return;
+        claimed_ = last_id_ = id;
+        ereport(LOG, (errmsg("shardid coordinator: claimed node id %d with lease %s", id, lease_.c_str())));
+    }
+    int64_t end = recorded_ms_;
+    if (!taking_over_) {
+        refused_ = waiting_ = false;
+        if (!read_mark())
+            return;
+        // Every slot continues above the previous holder's mark, before any
+        // ID is issued under the claim. Not when the mark is this node's
+        // own: its slots are above it already, and a layout with long ticks
+        // (a minute) would otherwise wait for its next tick after a lease
+        // lost and won back, or after every restart.
+        if (!own_mark_) {
+            raise_claim_floor(floor_ms_);
+            claim_raised_ = true;
+        }
+        recorded_ms_ = floor_ms_;
+        end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1, floor_ms_,
+                                   recorded_ms_);
+        // The window carries this claim's token: from here on the mark
+        // names this claim (a second copy of this data directory no longer
+        // finds the release token it holds).
+        if (!record_window(claimed_, end, claim_token_))
+            return;
+        ended(Condition::refused);
+        recorded_ms_ = end;
+        seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
+        // The previous holder did not release the id cleanly: it may still
+        // be issuing until its fence, however early etcd removed its key.
+        // No ID before then (coord::takeover_wait_ms()).
+        if (fence_clock_ms() < publish_after_ms_) {
+            ereport(LOG, (errmsg("shardid coordinator: node id %d was not released cleanly by its previous holder: "
+                                 "waiting %.1f s for its fence before the first ID",
+                                 claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
+            taking_over_ = true;
+            return;
+        }
+    } else {
+        // Waiting: the mark is not read again (it is this claim's window now,
+        // and a window above it each round would run ahead of the clock);
+        // once the wait is over, the window moves on above the same floor.
+        if (fence_clock_ms() < publish_after_ms_)
+            return;
+        end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1, floor_ms_,
+                                   recorded_ms_);
+        if (!record_window(claimed_, end, claim_token_))
+            return;
+        recorded_ms_ = end;
+        seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
+        taking_over_ = false;
+    }
+    CoordShared& c = coord_shared();
+    c.floor_ms.store(floor_ms_);
+    c.window_end_ms.store(end, std::memory_order_release);
+    c.need_ms.store(-1);
+    c.fence_ms.store(fence_ms_, std::memory_order_release);
+    held_ = claimed_;
+    c.generation.fetch_add(1, std::memory_order_acq_rel);
+    c.held.store(held_, std::memory_order_release);
+    SpinLockAcquire(&c.mutex);
+    c.claimed_at_ms = wall_clock().now_ms();
+    c.last_error[0] = '\0';
+    SpinLockRelease(&c.mutex);
+    publish_state();
+    ConditionVariableBroadcast(&c.changed);
+    ereport(LOG, (errmsg("shardid coordinator: issuing IDs with node id %d above %lld%s", held_, (long long)floor_ms_,
+                         claim_raised_ ? "" : " (its own mark: no other node held it since)")));
+}
+
+// The mark of the id claimed: IDs start above it. False (and the id is not
+// used) when it cannot be read, or holds what no holder could have written
+// (then refused, naming the key; read again every round, so the claim
+// completes by itself once the key is fixed).
+bool Holder::read_mark()
+{
+    std::string why;
+    const std::string key = coord::mark_key(prefix_, claimed_);
+    std::vector<etcd::KeyValue> kvs;
+    if (!client_.range(key, "", &kvs, &why)) {
+        failed("could not read \"" + key + "\"", why);
+        return false;
+    }
+    answered();
+    coord::Mark mark;
+    const bool has = !kvs.empty();
+    std::string implausible;
+    const auto confirmed = [&](uint64_t token) {
+        return token != 0 &&
+               std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) != confirmed_tokens_.end();
+    };
+    if (has &&
+        (!coord::parse_mark(kvs[0].value, &mark) ||
+         (!confirmed(mark.token) && !coord::mark_plausible(mark.end_ms, wall_clock().now_ms(), max_clock_lead_ms,
+                                                           std::max(lease_ttl_ms_, mark.ttl_ms), &implausible)))) {
+        refused_ = true;
+        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 60) + "\", which " +
+                                          (implausible.empty() ? std::string("is not a mark shardid writes")
+                                                               : "no holder could have written: " + implausible) +
+                                          ": node id " + std::to_string(claimed_) + " is not used until it is fixed");
+        return false;
+    }
+    // A mark lowered by hand, or lost with etcd's data, never lowers what
+    // this node has seen (every mark seen was checked as above).
+    floor_ms_ = std::max(mark.end_ms, seen_marks_[claimed_]);
+    // Whose mark it is, by its token, never by its value (another holder can
+    // write the same value; a window whose answer was lost proves nothing):
+    //  - a token of this life's claims that etcd confirmed: every holder
+    //    writes a window with its own token before its first ID, so nobody
+    //    issued under the id since, and the slots hold this node's IDs;
+    //  - the release token this data directory's state recorded at its last
+    //    clean stop, in a released mark: that state covered every ID of the
+    //    claim and the floor the claim was raised above (its etcd_claim
+    //    field: a layout with long ticks that had no slot in that life
+    //    still resumes above it), nobody claimed since (a claim writes its
+    //    own token first), and the state only grows. A clone or an older backup holds an older
+    //    token; of two copies of one stopped directory, the first to claim
+    //    writes its claim's token, so the second finds a token not its own.
+    own_mark_ = has && (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));
+    const int64_t wait = coord::takeover_wait_ms(has, mark, own_mark_, lease_ttl_ms_);
+    if (wait > 0)
+        publish_after_ms_ = std::max(publish_after_ms_, claimed_at_ms_ + wait);
+    return true;
+}
+
+// Records `end` as the window's end of `id` in etcd, only while this
+// node's lease holds the id; false (and the claim given up, when the lease
+// no longer holds it) otherwise.
+bool Holder::record_window(int id, int64_t end, uint64_t token, bool released)
+{
+    const std::string node = coord::node_key(prefix_, id), mark = coord::mark_key(prefix_, id);
+    std::string why;
+    etcd::Txn t;
+    const std::string value = coord::mark_value({end, token, lease_ttl_ms_, released});
+    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}}, {{true, mark, value, ""}}, {}),
+                     &t, &why)) {
+        failed("could not record the window of node id " + std::to_string(id), why);
+        return false;
+    }
+    answered();
+    if (!t.succeeded) {
+        lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
+        return false;
+    }
+    if (!released && std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) == confirmed_tokens_.end()) {
+        if (confirmed_tokens_.size() >= 64)
+            confirmed_tokens_.erase(confirmed_tokens_.begin());
+        confirmed_tokens_.push_back(token);
+    }
+    return true;
+}
+
+void Holder::renew_window()
+{
+    CoordShared& c = coord_shared();
+    const int64_t need = c.need_ms.load();
+    const int64_t now = wall_clock().now_ms();
+    const int64_t fence_left = fence_ms_ - fence_clock_ms();
+    if (!coord::window_due(now, fence_left, recorded_ms_, need))
+        return;
+    const int64_t end = coord::window_target(now, fence_left, lease_ttl_ms_, need, floor_ms_, recorded_ms_);
+    if (!record_window(held_, end, claim_token_))
+        return;
+    recorded_ms_ = end;
+    seen_marks_[held_] = std::max(seen_marks_[held_], end);
+    c.window_end_ms.store(end, std::memory_order_release);
+    int64_t expected = need;
+    if (need < end)
+        c.need_ms.compare_exchange_strong(expected, -1);
+    ConditionVariableBroadcast(&c.changed);
+}
+
+void Holder::release()
+{
+    CoordShared& c = coord_shared();
+    const bool was_held = held_ >= 0;
+    c.held.store(-1, std::memory_order_release);
+    c.generation.fetch_add(1, std::memory_order_seq_cst);
+    if (lease_.empty())
+        return;
+    // Courtesies, not needed for safety: a shutdown waits for them at most
+    // coord::release_budget_ms, whatever the endpoints do.
+    client_.set_abortable(false);
+    client_.set_budget_ms(coord::release_budget_ms);
+    client_.set_timeout_ms(std::min(coord::release_timeout_ms, client_.timeout_ms()));
+    std::string why;
+    if (was_held) {
+        // A clean stop lowers the mark to what was issued (never below the
+        // mark this claim started above), so the next holder does not lead
+        // its clock by the window, and marks it released with a new token,
+        // which the node state records at the postmaster's clean exit
+        // (src/pg/state/persist.cpp): a restart that finds it in etcd resumes
+        // without raising its layouts (read_mark()). Every ID returned under
+        // the claim is in the slots now: a generation that steps a slot
+        // after this read sees the new generation and returns nothing (the
+        // fences pair with the one in the etcd source's confirm()).
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        const int64_t issued = std::min(std::max(floor_ms_, highest_issued_tick_ms()), recorded_ms_);
+        const uint64_t token = new_token();
+        if (record_window(claimed_, issued, token, true)) {
+            shared->release_token.store(int64_t(token));
+            ereport(LOG, (errmsg("shardid coordinator: released the mark of node id %d at %lld, the last tick issued",
+                                 claimed_, (long long)issued)));
+        }
+    }
+    // Revoking deletes the node key at once: the id is free for another
+    // node, which starts above the mark this one recorded.
+    if (!client_.revoke(lease_, &why))
+        ereport(LOG, (errmsg("shardid coordinator: could not revoke lease %s: %s", lease_.c_str(), why.c_str())));
+    else if (claimed_ >= 0)
+        ereport(LOG, (errmsg("shardid coordinator: released node id %d", claimed_)));
+}
+
+void Holder::step()
+{
+    serve_counters();
+    if (!keep_lease())
+        return;
+    if (held_ < 0)
+        claim();
+    if (held_ >= 0) {
+        renew_window();
+        if (held_ >= 0 && !counters_raised_)
+            counters_raised_ = raise_counters();
+        if (held_ >= 0)
+            serve_values();
+    }
+}
+
+}  // namespace shardid::pg

@@ -1,0 +1,108 @@
+// The holder of this node's claim in etcd: the coordinator worker's state
+// and its steps (src/pg/coord/coord_holder.cpp: the lease, the claim, the mark,
+// the window, the release; src/pg/coord/coord_counters.cpp: the counters and the
+// call-number key; src/pg/coord/coord_worker.cpp: the loop, the state it shows
+// and the lines it logs). Only the worker process uses it.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <cstddef>
+#include <vector>
+#include <string>
+
+#include "core/coord/coord.hpp"
+#include "etcd/client.hpp"
+#include "pg/source/coord_claim.hpp"
+
+namespace shardid::pg {
+
+// The conditions the worker reports, each logged when it starts and ends
+// (coord::Episode).
+enum class Condition { unreachable, unauthorized, refused, corrupt_key, count };
+
+struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord/coord_holder.cpp)
+
+// This node as a holder describes itself in its keys.
+coord::Holder this_node();
+// A token for a claim or a release: random, never 0.
+uint64_t new_token();
+
+class Holder {
+public:
+    explicit Holder(etcd::Config config) : client_(std::move(config)) {}
+
+    // The loop of the worker process, until it is asked to stop; then the
+    // claim is released (src/pg/coord/coord_worker.cpp).
+    void run();
+
+private:
+    // One round: serve counters, keep the lease, claim, move the window.
+    void step();
+    bool keep_lease();
+    void claim();
+    bool take_id(int id);
+    bool read_mark();
+    void renew_window();
+    bool record_window(int id, int64_t end, uint64_t token, bool released = false);
+    void serve_counters();
+    void serve_call_key();
+    bool counter_key_value(int k, const std::string& until, std::string* key, CounterKey* out, bool* corrupt);
+    bool raise_counters();
+    void lose_claim(const std::string& why);
+    void release();
+    // Shard values (src/pg/coord/coord_values.cpp): claim those generators want,
+    // publish them, give back idle ones and those asked for, and forget
+    // them all when the node id is lost.
+    void serve_values();
+    void claim_shard(int index);
+    bool release_shard(int index);
+    void lose_values();
+    struct ValueWork {
+        int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again
+        int64_t not_before_ms = 0;     // fence clock: released by hand, not claimed again before
+        int64_t publish_after_ms = 0;  // fence clock: taking over, no ID before
+    };
+    std::vector<ValueWork> values_;
+
+    // Reporting (src/pg/coord/coord_worker.cpp): a failed request or refusal,
+    // and the end of a condition; the state shardid_coordination() shows.
+    void error(Condition kind, const std::string& why);
+    void failed(const std::string& what, const std::string& why);
+    void ended(Condition kind);
+    void answered();
+    void publish_state();
+    void publish_lease();
+
+    etcd::Client client_;
+    std::string prefix_;
+    int want_id_ = -1;  // shardid.node_id: -1 claims the lowest free id
+    std::string lease_;
+    int64_t lease_ttl_ms_ = 0;
+    int64_t fence_ms_ = 0;          // fence clock (fence_clock_ms())
+    int64_t last_sent_ms_ = 0;      // fence-clock send time of the last renewal etcd answered
+    int claimed_ = -1;              // the node key held in etcd
+    int last_id_ = -1;              // the id claimed last (node_id -1: preferred when free)
+    bool refused_ = false;          // the last claim was refused: the id is another node's, or its mark unreadable
+    bool waiting_ = false;          // the id is held by this node's own previous lease: wait until it expires
+    bool corrupt_ = false;          // a key of the prefix holds what shardid never writes
+    bool counters_raised_ = false;  // the counters in etcd are at least this node's floors, since the claim
+    int held_ = -1;                 // published: IDs are issued under it
+    int64_t floor_ms_ = 0;
+    int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
+    std::map<int, int64_t> seen_marks_;  // the highest mark seen per id (each checked when read)
+    // Tokens (coord::Mark): the current claim's, those of this life's claims
+    // whose windows etcd confirmed (the newest 64), and the release token
+    // the node state held at start (its last clean release, 0: none).
+    uint64_t claim_token_ = 0;
+    std::vector<uint64_t> confirmed_tokens_;
+    uint64_t restart_token_ = 0;
+    bool own_mark_ = false;         // the mark read at this claim is this node's: nobody held the id since
+    int64_t claimed_at_ms_ = 0;     // fence clock: when etcd answered the claim of the node key
+    int64_t publish_after_ms_ = 0;  // fence clock: no ID before (the previous holder's fence, coord::takeover_wait_ms)
+    bool taking_over_ = false;      // waiting for it
+    bool claim_raised_ = false;     // this claim raised the slots above a mark not its own
+    coord::Episode episodes_[int(Condition::count)];
+};
+
+}  // namespace shardid::pg

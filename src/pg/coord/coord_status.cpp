@@ -1,0 +1,96 @@
+// shardid_coordination(): where the node id comes from and the state of
+// the claim, as the coordinator worker last published it.
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "utils/builtins.h"
+}
+
+#include "pg/source/coord_claim.hpp"
+#include "pg/source/node_source.hpp"
+#include "pg/base/row.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/state/shared.hpp"
+#include "pg/base/timeconv.hpp"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_coordination);
+}
+
+namespace {
+
+using namespace shardid::pg;
+
+constexpr int columns = 15;
+
+// The columns of a node whose id comes from shardid.node_id, or from its
+// Citus group id (read here, in this database).
+Datum from_setting(FunctionCallInfo fcinfo, bool citus)
+{
+    Row<columns> row;
+    const char* refused = refused_reason();
+    int64 id = node_id;
+    if (citus && refused == nullptr)
+        refused = citus_group_problem(&id);
+    row.add(CStringGetTextDatum(citus ? "citus" : "setting"));
+    row.add(CStringGetTextDatum(refused ? "misconfigured" : id >= 0 ? "configured" : "unset"));
+    id >= 0 ? row.add(Int32GetDatum(int32(id))) : row.add_null();
+    while (row.n < 10)
+        row.add_null();                                                // claimed_at .. endpoint: no claim, no etcd
+    refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
+    while (row.n < columns)
+        row.add_null();
+    return return_row(fcinfo, row);
+}
+
+}  // namespace
+
+extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
+{
+    attach_if_needed();
+    if (!coord_enabled())
+        return from_setting(fcinfo, node_id_source_setting == int(NodeIdSourceSetting::citus));
+    CoordShared& c = coord_shared();
+    char state[32], endpoint[256], err[512], lease[24];
+    int64 ttl, claimed_at, last_ok;
+    uint64 requests, errors;
+    SpinLockAcquire(&c.mutex);
+    strlcpy(state, c.state, sizeof state);
+    strlcpy(endpoint, c.endpoint, sizeof endpoint);
+    strlcpy(err, c.last_error, sizeof err);
+    strlcpy(lease, c.lease_id, sizeof lease);
+    ttl = c.lease_ttl_s;
+    claimed_at = c.claimed_at_ms;
+    last_ok = c.last_ok_ms;
+    requests = c.requests;
+    errors = c.errors;
+    SpinLockRelease(&c.mutex);
+    const int held = c.held.load();
+    const int64 now_wall = wall_clock().now_ms();
+    auto ts = [](int64 ms) { return TimestampTzGetDatum(timestamptz_of_unix_ms(ms)); };
+    auto text_or_null = [](Row<columns>& row, const char* s) {
+        s[0] ? row.add(CStringGetTextDatum(s)) : row.add_null();
+    };
+
+    Row<columns> row;
+    row.add(CStringGetTextDatum("etcd"));                            // source
+    row.add(CStringGetTextDatum(state));                             // state
+    held >= 0 ? row.add(Int32GetDatum(held)) : row.add_null();       // node_id
+    held >= 0 ? row.add(ts(claimed_at)) : row.add_null();            // claimed_at
+    text_or_null(row, lease);                                        // lease_id
+    lease[0] ? row.add(Int32GetDatum(int32(ttl))) : row.add_null();  // lease_ttl
+    if (held >= 0) {
+        row.add(ts(now_wall + (c.fence_ms.load() - fence_clock_ms())));  // issuing_until
+        row.add(ts(c.floor_ms.load()));                                  // window_start
+        row.add(ts(c.window_end_ms.load()));                             // window_end
+    } else {
+        row.add_null().add_null().add_null();
+    }
+    text_or_null(row, endpoint);                          // endpoint
+    text_or_null(row, err);                               // last_error
+    last_ok > 0 ? row.add(ts(last_ok)) : row.add_null();  // last_answer_at
+    row.add(Int64GetDatum(int64(requests)));              // requests
+    row.add(Int64GetDatum(int64(errors)));                // errors
+    row.add(BoolGetDatum(c.password_in_clear.load()));    // password_in_clear
+    return return_row(fcinfo, row);
+}

@@ -1,0 +1,291 @@
+// The key ring on Citus (docs/citus.md, "The key ring on Citus"): the
+// coordinator's ring is the cluster's. The key ring itself and its readers:
+// src/pg/functions/keys.cpp; Citus' group id: src/pg/source/citus_source.cpp.
+//
+// - Every change to shardid_key on the coordinator (create_obfuscation_key,
+//   drop_obfuscation_key, a superuser's own INSERT, UPDATE, DELETE or
+//   TRUNCATE, a restore's COPY) reaches every worker with metadata in the
+//   same transaction: the row trigger below sends it through Citus'
+//   coordinated transaction, which commits on every node with two-phase
+//   commit, or on none. A worker that cannot be reached fails the change,
+//   as it fails Citus' own DDL.
+// - CREATE EXTENSION shardid on the coordinator sends the whole ring once
+//   Citus has made the extension on the workers (key_ring_created(), called
+//   by the utility hook in src/pg/generate/carrier_deps.cpp); shardid_sync_keys()
+//   sends it again, for a worker added later or a ring upgraded from 1.1.
+// - A worker takes keys from the coordinator only: its own writes to the
+//   ring are refused, and a key its own CREATE EXTENSION made (every node
+//   makes a random `default`) is refused when read (keys.cpp) until the
+//   coordinator's key of that name has replaced it.
+//
+// What travels is a call of shardid_key_apply() with the key's secret in
+// its text, over Citus' connection to each worker, as the role that
+// changed the ring (a superuser unless one granted the key functions).
+#include "pg/functions/keys.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "commands/trigger.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+}
+
+#include "pg/base/catalog.hpp"
+#include "pg/source/node_source.hpp"
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_key_ring_spread);
+PG_FUNCTION_INFO_V1(shardid_key_apply);
+PG_FUNCTION_INFO_V1(shardid_sync_keys);
+}
+
+namespace shardid::pg {
+
+namespace {
+
+// True while shardid_key_apply() writes this worker's ring: the only
+// writes a worker's ring takes.
+bool applying = false;
+
+// Citus' own way to run a command on every worker with metadata within
+// the coordinated transaction (worker_transaction.c; exported by citus.so
+// since Citus 11). Citus is loaded wherever its metadata exists: it runs
+// only from shared_preload_libraries.
+void send_to_workers(const char* command)
+{
+    using Send = void (*)(const char*);
+    static Send send = nullptr;
+    if (send == nullptr)
+        send = reinterpret_cast<Send>(
+            load_external_function("$libdir/citus", "SendCommandToWorkersWithMetadata", true, nullptr));
+    send(command);
+}
+
+// "SELECT <schema>.shardid_key_apply(name, secret, created_at)", each NULL
+// when not given: the key arrives (secret given), goes (secret NULL), or
+// every key goes (name NULL).
+char* apply_command(Oid nsp, const char* name, bytea* secret, TimestampTz created_at)
+{
+    StringInfoData s;
+    initStringInfo(&s);
+    appendStringInfo(&s, "SELECT %s.shardid_key_apply(%s::pg_catalog.text, ", quote_identifier(get_namespace_name(nsp)),
+                     name ? quote_literal_cstr(name) : "NULL");
+    if (secret == nullptr) {
+        appendStringInfoString(&s, "NULL::pg_catalog.bytea, NULL::pg_catalog.timestamptz)");
+        return s.data;
+    }
+    appendStringInfoString(&s, "'\\x");
+    const uint8_t* b = reinterpret_cast<const uint8_t*>(VARDATA_ANY(secret));
+    for (size_t i = 0; i < VARSIZE_ANY_EXHDR(secret); i++)
+        appendStringInfo(&s, "%02x", b[i]);
+    // The time as microseconds from the Unix epoch: read the same whatever
+    // the worker connection's DateStyle.
+    const int64 unix_us = created_at + int64(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
+    appendStringInfo(&s,
+                     "'::pg_catalog.bytea, pg_catalog.timestamptz 'epoch' OPERATOR(pg_catalog.+) "
+                     "(%lld OPERATOR(pg_catalog.*) pg_catalog.interval '1 microsecond'))",
+                     (long long)unix_us);
+    return s.data;
+}
+
+// The apply command for one row of the ring (desc: the ring's).
+char* row_command(Oid nsp, HeapTuple row, TupleDesc desc, bool arrives)
+{
+    bool isnull;
+    const char* name = TextDatumGetCString(heap_getattr(row, 1, desc, &isnull));
+    if (!arrives)
+        return apply_command(nsp, name, nullptr, 0);
+    bytea* secret = DatumGetByteaPP(heap_getattr(row, 2, desc, &isnull));
+    return apply_command(nsp, name, secret, DatumGetTimestampTz(heap_getattr(row, 3, desc, &isnull)));
+}
+
+// The ring's columns, in the order row_command() reads them.
+void check_ring_columns(TupleDesc desc)
+{
+    if (desc->natts < 4 || strcmp(NameStr(TupleDescAttr(desc, 0)->attname), "name") != 0 ||
+        strcmp(NameStr(TupleDescAttr(desc, 1)->attname), "secret") != 0 ||
+        strcmp(NameStr(TupleDescAttr(desc, 2)->attname), "created_at") != 0)
+        elog(ERROR, "shardid_key does not have the columns name, secret, created_at");
+}
+
+// The schema of extension shardid (PostgreSQL 15 exports no lookup).
+Oid shardid_schema()
+{
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum("shardid"));
+    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+    SysScanDesc scan = systable_beginscan(rel, ExtensionNameIndexId, true, nullptr, 1, &key);
+    const HeapTuple tuple = systable_getnext(scan);
+    const Oid nsp = HeapTupleIsValid(tuple) ? ((Form_pg_extension)GETSTRUCT(tuple))->extnamespace : InvalidOid;
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    if (!OidIsValid(nsp))
+        elog(ERROR, "extension shardid is not installed");
+    return nsp;
+}
+
+// Sends every key of this coordinator's ring to every worker; the number
+// sent.
+int send_ring(Oid nsp)
+{
+    const TableRows t = rows_with_key(nsp, "shardid_key", "name", nullptr, 0);
+    check_ring_columns(t.desc);
+    ListCell* lc;
+    foreach (lc, t.rows)
+        send_to_workers(row_command(nsp, static_cast<HeapTuple>(lfirst(lc)), t.desc, true));
+    return list_length(t.rows);
+}
+
+// Runs one statement of shardid_key_apply() with its arguments.
+void apply_sql(const char* sql, int nargs, Oid* types, Datum* values, const char* nulls, int expect)
+{
+    const int rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+    if (rc != expect)
+        elog(ERROR, "shardid_key_apply: SPI returned %d", rc);
+}
+
+}  // namespace
+
+void key_ring_created()
+{
+    if (citus_local_group() == 0)
+        send_ring(shardid_schema());
+}
+
+}  // namespace shardid::pg
+
+using namespace shardid::pg;
+
+// Trigger on shardid_key, AFTER each row (INSERT, UPDATE, DELETE) and after
+// TRUNCATE: on a Citus coordinator, the change goes to every worker; on a
+// Citus worker, a change not from the coordinator is refused. CREATE
+// EXTENSION's own key (made while the extension is created) goes nowhere:
+// every node makes its own, and the coordinator's replaces the workers'
+// (key_ring_created()).
+extern "C" Datum shardid_key_ring_spread(PG_FUNCTION_ARGS)
+{
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s() must be called as a trigger", get_func_name(fcinfo->flinfo->fn_oid))));
+    TriggerData* td = reinterpret_cast<TriggerData*>(fcinfo->context);
+    const bool row = TRIGGER_FIRED_FOR_ROW(td->tg_event);
+    HeapTuple result = row ? (TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple) : nullptr;
+    if (creating_extension || applying)
+        return PointerGetDatum(result);
+    const int64 group = citus_local_group();
+    if (group < 0)
+        return PointerGetDatum(result);
+    if (group > 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the key ring of a Citus worker is written by the coordinator"),
+                        errdetail("This node is a worker of a Citus cluster (group %lld); its keys are the "
+                                  "coordinator's, sent to it with every change.",
+                                  (long long)group),
+                        errhint("Run create_obfuscation_key() or drop_obfuscation_key() on the coordinator.")));
+    const Oid nsp = RelationGetNamespace(td->tg_relation);
+    const TupleDesc desc = RelationGetDescr(td->tg_relation);
+    check_ring_columns(desc);
+    if (!row)
+        send_to_workers(apply_command(nsp, nullptr, nullptr, 0));
+    else if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
+        send_to_workers(row_command(nsp, td->tg_trigtuple, desc, true));
+    else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
+        send_to_workers(row_command(nsp, td->tg_trigtuple, desc, false));
+    else {
+        send_to_workers(row_command(nsp, td->tg_trigtuple, desc, false));
+        send_to_workers(row_command(nsp, td->tg_newtuple, desc, true));
+    }
+    return PointerGetDatum(result);
+}
+
+// shardid_key_apply(name, secret, created_at), on a Citus worker, sent by
+// the coordinator: the coordinator's key `name` arrives (replacing one this
+// node's CREATE EXTENSION made; the same key again changes nothing; another
+// key of that name that this worker was given otherwise is an error), or
+// key `name` goes (secret NULL), or every key goes (name NULL).
+extern "C" Datum shardid_key_apply(PG_FUNCTION_ARGS)
+{
+    const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+    const char* ring = quote_qualified_identifier(get_namespace_name(nsp), "shardid_key");
+    const bool all = PG_ARGISNULL(0);
+    const bool arrives = !all && !PG_ARGISNULL(1);
+    Datum name = all ? (Datum)0 : PG_GETARG_DATUM(0);
+    Datum secret = arrives ? PG_GETARG_DATUM(1) : (Datum)0;
+    if (arrives && VARSIZE_ANY_EXHDR(DatumGetByteaPP(secret)) != 16)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("an obfuscation key is 16 bytes")));
+    Datum created = arrives && !PG_ARGISNULL(2) ? PG_GETARG_DATUM(2) : TimestampTzGetDatum(GetCurrentTimestamp());
+    Oid types[3] = {TEXTOID, BYTEAOID, TIMESTAMPTZOID};
+    Datum values[3] = {name, secret, created};
+
+    SPI_connect();
+    applying = true;
+    PG_TRY();
+    {
+        if (all)
+            apply_sql(psprintf("DELETE FROM %s", ring), 0, nullptr, nullptr, nullptr, SPI_OK_DELETE);
+        else if (!arrives)
+            apply_sql(psprintf("DELETE FROM %s k WHERE k.name OPERATOR(pg_catalog.=) $1", ring), 1, types, values,
+                      nullptr, SPI_OK_DELETE);
+        else {
+            apply_sql(psprintf("DELETE FROM %s k WHERE k.name OPERATOR(pg_catalog.=) $1 AND k.made_by_install "
+                               "AND k.secret OPERATOR(pg_catalog.<>) $2",
+                               ring),
+                      2, types, values, nullptr, SPI_OK_DELETE);
+            apply_sql(psprintf("SELECT k.secret OPERATOR(pg_catalog.=) $2 FROM %s k "
+                               "WHERE k.name OPERATOR(pg_catalog.=) $1",
+                               ring),
+                      2, types, values, nullptr, SPI_OK_SELECT);
+            if (SPI_processed == 0)
+                apply_sql(psprintf("INSERT INTO %s (name, secret, created_at) VALUES ($1, $2, $3)", ring), 3, types,
+                          values, nullptr, SPI_OK_INSERT);
+            else {
+                bool isnull;
+                const bool same = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+                if (!same)
+                    ereport(ERROR,
+                            (errcode(ERRCODE_UNIQUE_VIOLATION),
+                             errmsg("obfuscation key \"%s\" of this Citus worker differs from the coordinator's",
+                                    TextDatumGetCString(name)),
+                             errdetail("The worker has a key of that name that it did not get from the coordinator; "
+                                       "taking the coordinator's would change what IDs obfuscated with it reveal."),
+                             errhint("If nothing obfuscated with the worker's own key is needed, a superuser "
+                                     "removes it on the worker with SELECT shardid_key_apply('%s', NULL, NULL) "
+                                     "and runs shardid_sync_keys() on the coordinator.",
+                                     TextDatumGetCString(name))));
+            }
+        }
+    }
+    PG_FINALLY();
+    {
+        applying = false;
+    }
+    PG_END_TRY();
+    SPI_finish();
+    PG_RETURN_VOID();
+}
+
+// shardid_sync_keys(): on a Citus coordinator, sends its whole ring to
+// every worker; the number of keys sent.
+extern "C" Datum shardid_sync_keys(PG_FUNCTION_ARGS)
+{
+    const int64 group = citus_local_group();
+    if (group != 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("shardid_sync_keys() runs on a Citus coordinator"),
+                 group < 0 ? errdetail("Citus is not installed in this database.")
+                           : errdetail("This node is a worker of a Citus cluster (group %lld).", (long long)group),
+                 errhint("Run it on the coordinator of the cluster, in the database of the extension.")));
+    PG_RETURN_INT32(send_ring(get_func_namespace(fcinfo->flinfo->fn_oid)));
+}

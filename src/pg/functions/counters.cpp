@@ -1,0 +1,341 @@
+// Counter-based schemes: DecimalId and call numbers. Both take values from
+// extension sequences (WAL-logged), flushed before any ID carries them, so
+// a crash never hands one out twice.
+#include <cstring>
+
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "access/xact.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_sequence.h"
+#include "common/cryptohash.h"
+#include "common/int.h"
+#include "common/sha2.h"
+#include "storage/lmgr.h"
+#include "utils/syscache.h"
+#include "access/xlog.h"
+#include "commands/sequence.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+}
+
+#include "core/callnum.hpp"
+#include "core/decimal.hpp"
+#include "pg/source/coord_claim.hpp"
+#include "pg/base/guard.hpp"
+#include "pg/base/row.hpp"
+#include "pg/functions/keys.hpp"
+#include "pg/source/node_source.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/wal.hpp"
+
+using namespace shardid;
+using namespace shardid::pg;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_next_decimal_id);
+PG_FUNCTION_INFO_V1(shardid_decimal_id_decode);
+PG_FUNCTION_INFO_V1(shardid_decimal_id_new_generator);
+PG_FUNCTION_INFO_V1(shardid_next_call_number);
+PG_FUNCTION_INFO_V1(shardid_call_number_decode);
+PG_FUNCTION_INFO_V1(shardid_set_call_number_key);
+PG_FUNCTION_INFO_V1(shardid_call_number_compose);
+}
+
+namespace {
+
+// An extension sequence: where it is, who owns it, how it steps.
+struct Sequence {
+    const char* name;
+    Oid relid;
+    Oid owner;
+    int64 increment;
+    int64 max;
+};
+
+Sequence extension_sequence(FunctionCallInfo fcinfo, const char* name)
+{
+    const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+    Sequence seq{name, get_relname_relid(name, nsp), InvalidOid, 0, 0};
+    if (!OidIsValid(seq.relid) || get_rel_relkind(seq.relid) != RELKIND_SEQUENCE)
+        ereport(ERROR, (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("sequence \"%s\" of shardid is missing", name),
+                        errhint("Reinstall the extension.")));
+    HeapTuple tup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(seq.relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for sequence %u", seq.relid);
+    const auto* form = reinterpret_cast<Form_pg_sequence>(GETSTRUCT(tup));
+    seq.increment = form->seqincrement;
+    seq.max = form->seqmax;
+    ReleaseSysCache(tup);
+    tup = SearchSysCache1(RELOID, ObjectIdGetDatum(seq.relid));
+    if (!HeapTupleIsValid(tup))
+        elog(ERROR, "cache lookup failed for relation %u", seq.relid);
+    seq.owner = reinterpret_cast<Form_pg_class>(GETSTRUCT(tup))->relowner;
+    ReleaseSysCache(tup);
+    return seq;
+}
+
+// setval(seq, value, false) as the sequence's owner (the caller may have no
+// rights on it; setval runs no code of anyone's).
+void restart_sequence_at(const Sequence& seq, int64 value)
+{
+    Oid save_user;
+    int save_sec;
+    GetUserIdAndSecContext(&save_user, &save_sec);
+    SetUserIdAndSecContext(seq.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    DirectFunctionCall3(setval3_oid, ObjectIdGetDatum(seq.relid), Int64GetDatum(value), BoolGetDatum(false));
+    SetUserIdAndSecContext(save_user, save_sec);
+}
+
+// The next value of an extension sequence that this node never took before
+// (nextval() without privilege checks: ordinary roles generate IDs without
+// rights on it), recorded in the node's persisted state and made durable
+// before it is returned. A sequence behind the node's record (recreated by
+// DROP/CREATE EXTENSION, restored from a dump, or an ALTER SEQUENCE rolled
+// back) is moved past it in its own steps, so a progression keeps its
+// residue.
+int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint = 0)
+{
+    refuse_on_standby();
+    // A source that hands out counters cluster-wide (etcd): no node took
+    // these values before, and the source takes them above this node's floor.
+    const NodeIdSource& source = node_id_source();
+    for (int64 value; (value = source.take_counter(which, key_fingerprint)) != NodeIdSource::from_node_sequence;) {
+        if (value > seq.max)
+            ereport(
+                ERROR,
+                (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                 errmsg("the %s counter of shardid's %s has no value left", source.name(), node_counter_name(which)),
+                 errdetail("It gave %lld; the field holds at most %lld.", (long long)value, (long long)seq.max)));
+        if (claim_counter(which, value))
+            return value;
+    }
+    for (;;) {
+        const int64 value = nextval_internal(seq.relid, false);
+        const int64 floor = counter_floor(which);
+        if (value > floor) {
+            XLogFlush(XactLastRecEnd);  // the sequence's own WAL record, durable before use
+            if (claim_counter(which, value))
+                return value;
+            continue;  // another database of the node claimed a higher one meanwhile
+        }
+        int64 target = 0;
+        const int64 steps = seq.increment > 0 ? (floor - value) / seq.increment + 1 : 0;
+        if (steps == 0 || pg_mul_s64_overflow(steps, seq.increment, &target) ||
+            pg_add_s64_overflow(value, target, &target) || target > seq.max)
+            ereport(ERROR,
+                    (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
+                     errmsg("sequence \"%s\" of shardid has no value left above %lld", seq.name, (long long)floor),
+                     errdetail("This node already took every value up to %lld, and none may come again.",
+                               (long long)floor)));
+        restart_sequence_at(seq, target);
+    }
+}
+
+DecimalState* decimal = nullptr;
+
+// A key's fingerprint: 63 bits of the SHA-256 of its secret, never 0,
+// which etcd holds for the cluster's call-number key.
+int64 key_fingerprint(const uint8_t secret[16])
+{
+    uint8_t digest[PG_SHA256_DIGEST_LENGTH];
+    pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
+    if (ctx == nullptr || pg_cryptohash_init(ctx) < 0 || pg_cryptohash_update(ctx, secret, 16) < 0 ||
+        pg_cryptohash_final(ctx, digest, sizeof digest) < 0)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not hash the call-number key")));
+    pg_cryptohash_free(ctx);
+    uint64_t fp = 0;
+    for (int i = 0; i < 8; i++)
+        fp = (fp << 8) | digest[i];
+    return int64(fp >> 1) | 1;
+}
+
+// The bit shuffle of the key-ring key named by shardid.call_number_key,
+// rebuilt only when that secret changes, and its fingerprint.
+const BitShuffle& call_shuffle(FunctionCallInfo fcinfo, int64* fingerprint)
+{
+    static BitShuffle shuffle;
+    static uint8_t shuffle_secret[16];
+    static int64 shuffle_fingerprint = 0;
+    static bool built = false;
+    const char* name = call_number_key ? call_number_key : "default";
+    uint8_t secret[16];
+    key_secret(fcinfo, name, int(strlen(name)), secret);
+    if (!built || memcmp(secret, shuffle_secret, 16) != 0) {
+        shuffle = BitShuffle::from_key(reinterpret_cast<const char*>(secret), 16);
+        memcpy(shuffle_secret, secret, 16);
+        shuffle_fingerprint = key_fingerprint(secret);
+        built = true;
+    }
+    *fingerprint = shuffle_fingerprint;
+    return shuffle;
+}
+
+Datum text_datum(const char* s) { return PointerGetDatum(cstring_to_text(s)); }
+
+}  // namespace
+
+namespace {
+
+// Takes a new generator id for this database's DecimalId state when it
+// needs one (or always, with force) and returns the one installed (-1 if
+// none was needed). Takers of a database are serialized by a heavyweight
+// lock on its generator sequence: the deadlock detector sees it, a cancel
+// interrupts it, and no LWLock is held while waiting for it.
+int64 install_generator(FunctionCallInfo fcinfo, bool force)
+{
+    refuse_on_standby();
+    if (decimal == nullptr)
+        decimal = decimal_state(MyDatabaseId);
+    const Sequence seq = extension_sequence(fcinfo, "shardid_generator_seq");
+    LockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    int64 generator = -1;
+    if (force || decimal_needs_generator(*decimal)) {
+        generator = take_fresh(seq, NodeCounter::generator);
+        decimal_install_generator(*decimal, generator);
+    }
+    UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    return generator;
+}
+
+}  // namespace
+
+extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
+{
+    if (launch_id < 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("shardid.launch_id is not set"),
+                        errdetail("Decimal ids end with the launch id of this deployment."),
+                        errhint("As a superuser, set shardid.launch_id (1..%lld) in postgresql.conf or with ALTER "
+                                "SYSTEM, then SELECT pg_reload_conf();",
+                                (long long)decimal_launch_max)));
+    if (decimal == nullptr)
+        decimal = decimal_state(MyDatabaseId);
+    for (;;) {
+        int64_t counter = 0, generator = 0;
+        bool issued = false;
+        Status status;
+        if (!guarded(status, [&] {
+                issued = decimal_next(*decimal, &counter, &generator);
+                return true;
+            }))
+            raise(status);
+        if (issued)
+            PG_RETURN_INT64(decimal_compose(counter, generator, launch_id));
+        // No generator id yet, or its counter is used up: take the next one.
+        install_generator(fcinfo, false);
+    }
+}
+
+extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
+{
+    PG_RETURN_INT64(install_generator(fcinfo, true));
+}
+
+extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)
+{
+    const int64 id = PG_GETARG_INT64(0);
+    DecimalParts parts{};
+    Status status;
+    if (!guarded(status, [&] { return decimal_decode(id, &parts, &status); }))
+        raise(status);
+    Row<3> row;
+    row.add(Int64GetDatum(parts.counter));
+    row.add(Int32GetDatum(parts.generator_id));
+    row.add(Int32GetDatum(parts.launch_id));
+    return return_row(fcinfo, row);
+}
+
+extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
+{
+    // Per backend: a run id, and the 16,384 call numbers of that run, all
+    // under the key the run was taken for (a new key takes a new run, which
+    // etcd checks against the cluster's key).
+    static int64 run_id = -1;
+    static int64 next_sequence = 0;
+    static int64 run_key = 0;
+    int64 key = 0;
+    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
+    if (run_id < 0 || next_sequence > int64(call_sequence_max) || run_key != key) {
+        run_id = -1;
+        run_id = take_fresh(extension_sequence(fcinfo, "shardid_run_seq"), NodeCounter::run, key);
+        run_key = key;
+        next_sequence = 0;
+    }
+    const int64 sequence = next_sequence++;
+    char out[call_chars + 1];
+    Status status;
+    if (!guarded(status, [&] { return call_number_compose(shuffle, 0, run_id, sequence, out, &status); }))
+        raise(status);
+    PG_RETURN_DATUM(text_datum(out));
+}
+
+extern "C" Datum shardid_call_number_compose(PG_FUNCTION_ARGS)
+{
+    const int32 version = PG_GETARG_INT32(0);
+    const int32 run = PG_GETARG_INT32(1);
+    const int32 sequence = PG_GETARG_INT32(2);
+    int64 key = 0;
+    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
+    char out[call_chars + 1];
+    Status status;
+    if (!guarded(status, [&] { return call_number_compose(shuffle, version, run, sequence, out, &status); }))
+        raise(status);
+    PG_RETURN_DATUM(text_datum(out));
+}
+
+extern "C" Datum shardid_call_number_decode(PG_FUNCTION_ARGS)
+{
+    text* arg = PG_GETARG_TEXT_PP(0);
+    const char* s = VARDATA_ANY(arg);
+    const size_t len = VARSIZE_ANY_EXHDR(arg);
+    int64 key = 0;
+    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
+    CallParts parts{};
+    Status status;
+    if (!guarded(status, [&] { return call_number_decode(shuffle, s, len, &parts, &status); }))
+        raise(status);
+    Row<3> row;
+    row.add(Int32GetDatum(int32(parts.version)));
+    row.add(Int32GetDatum(int32(parts.run_id)));
+    row.add(Int32GetDatum(int32(parts.sequence)));
+    return return_row(fcinfo, row);
+}
+
+// shardid_set_call_number_key(key_name): a superuser records the key of
+// this database named key_name as the cluster's call-number key in etcd
+// (NULL clears it); every node and database whose key differs is refused
+// from then on (see the etcd source's take_counter()). Returns the
+// fingerprint recorded, or NULL.
+extern "C" Datum shardid_set_call_number_key(PG_FUNCTION_ARGS)
+{
+    if (!superuser())
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied to set the cluster's call-number key"),
+                        errdetail("Only superusers may choose the key every node's call numbers must use.")));
+    if (!coord_enabled())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the cluster's call-number key is kept in etcd"),
+                        errdetail("shardid.node_id_source is not etcd on this node."),
+                        errhint("With node ids from settings, give every node's database the same key "
+                                "(create_obfuscation_key(name, secret)) and set shardid.call_number_key to it.")));
+    int64 fingerprint = -1;
+    if (!PG_ARGISNULL(0)) {
+        text* name = PG_GETARG_TEXT_PP(0);
+        uint8_t secret[16];
+        key_secret(fcinfo, VARDATA_ANY(name), int(VARSIZE_ANY_EXHDR(name)), secret);
+        fingerprint = key_fingerprint(secret);
+    }
+    const int64 now = cluster_call_key(fingerprint);
+    if (now != (fingerprint > 0 ? fingerprint : 0))
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("another call-number key was recorded meanwhile"),
+                 errdetail("etcd holds fingerprint %lld.", (long long)now), errhint("Call the function again.")));
+    if (fingerprint < 0)
+        PG_RETURN_NULL();
+    PG_RETURN_INT64(fingerprint);
+}

@@ -1,0 +1,192 @@
+// The key ring (table shardid_key, unreadable by ordinary roles; its
+// `default` key is made by CREATE EXTENSION, so reading never writes) and the
+// functions that use it: obfuscate_id, reveal_id, next_opaque_id, and the
+// call-number shuffle's key.
+#include <cstring>
+
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "access/htup_details.h"
+#include "catalog/pg_type_d.h"
+#include "commands/trigger.h"
+#include "utils/builtins.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+}
+
+#include "core/permute.hpp"
+#include "core/schemes.hpp"
+#include "pg/base/catalog.hpp"
+#include "pg/base/guard.hpp"
+#include "pg/functions/keys.hpp"
+#include "pg/generate/generate.hpp"
+#include "pg/generate/layouts.hpp"
+#include "pg/source/node_source.hpp"
+
+using namespace shardid;
+using namespace shardid::pg;
+
+extern "C" {
+PG_FUNCTION_INFO_V1(shardid_obfuscate_id);
+PG_FUNCTION_INFO_V1(shardid_reveal_id);
+PG_FUNCTION_INFO_V1(shardid_next_opaque_id);
+PG_FUNCTION_INFO_V1(shardid_random_key);
+PG_FUNCTION_INFO_V1(shardid_key_ring_changed);
+PG_FUNCTION_INFO_V1(shardid_catalog_changed);
+}
+
+namespace shardid::pg {
+
+namespace {
+
+constexpr int max_keys = 32;
+struct CachedKey {
+    char name[max_name_len + 1];
+    uint8_t secret[16];
+};
+CachedKey keys[max_keys];
+int n_keys = 0;
+Oid key_ring = InvalidOid;  // the relation the cached keys were read from
+bool callback_registered = false;
+
+// Relcache callback. The key ring's statement trigger sends an
+// invalidation on every change; this backend applies it at once and again
+// if the change rolls back, others when it commits: the cache holds only
+// committed keys.
+void forget_keys(Datum, Oid relid)
+{
+    if (relid == InvalidOid || relid == key_ring)
+        n_keys = 0;
+}
+
+// Reads a key from the key ring, which the caller may not read itself
+// (src/pg/base/catalog.hpp: no SQL, nothing of the caller's runs). A name has one
+// row (the ring's trigger keeps it so, also through a restore); two rows,
+// written past the trigger, are refused rather than one picked silently.
+bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
+{
+    const TableRows t = rows_with_key(nsp, "shardid_key", "name", name, len);
+    if (t.relid != key_ring) {
+        n_keys = 0;
+        key_ring = t.relid;
+    }
+    if (t.rows == NIL)
+        return false;
+    if (list_length(t.rows) > 1)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("obfuscation key \"%.*s\" has %d rows in the key ring", len, name, list_length(t.rows)),
+                        errdetail("Its rows were written past the key ring's trigger (a data-only restore with "
+                                  "triggers disabled?); which one obfuscated which ID is not known."),
+                        errhint("As a superuser, delete the rows of shardid_key that are not the key.")));
+    const HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
+    // On a Citus worker, only the coordinator's keys (src/pg/functions/citus_keys.cpp).
+    int64 group;
+    if (DatumGetBool(row_value(t, row, "made_by_install")) && (group = citus_local_group()) > 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("obfuscation key \"%.*s\" of this Citus worker is not the coordinator's", len, name),
+                        errdetail("This node (group %lld) made the key with its own CREATE EXTENSION; IDs "
+                                  "obfuscated with it would not reveal on other nodes.",
+                                  (long long)group),
+                        errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
+                                "its keys to every worker.")));
+    bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
+    if (VARSIZE_ANY_EXHDR(b) != 16)
+        ereport(ERROR,
+                (errcode(ERRCODE_DATA_CORRUPTED), errmsg("obfuscation key \"%.*s\" is not 16 bytes", len, name)));
+    memcpy(secret, VARDATA_ANY(b), 16);
+    return true;
+}
+
+}  // namespace
+
+void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
+{
+    for (int i = 0; i < n_keys; i++)
+        if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
+            memcpy(secret, keys[i].secret, 16);
+            return;
+        }
+    if (!callback_registered) {
+        CacheRegisterRelcacheCallback(forget_keys, (Datum)0);
+        callback_registered = true;
+    }
+    if (len > max_name_len || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT),
+                 errmsg("obfuscation key \"%.*s\" does not exist", len > max_name_len ? max_name_len : len, name),
+                 errhint("A superuser creates keys with create_obfuscation_key().")));
+    if (n_keys == max_keys)
+        n_keys = 0;
+    memcpy(keys[n_keys].name, name, len);
+    keys[n_keys].name[len] = '\0';
+    memcpy(keys[n_keys].secret, secret, 16);
+    n_keys++;
+}
+
+}  // namespace shardid::pg
+
+namespace {
+
+PermutationKey key_arg(FunctionCallInfo fcinfo, int argno)
+{
+    text* t = PG_GETARG_TEXT_PP(argno);
+    uint8_t secret[16];
+    key_secret(fcinfo, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), secret);
+    return PermutationKey::from_bytes(secret);
+}
+
+Datum permute(FunctionCallInfo fcinfo, bool inverse)
+{
+    const int64 value = PG_GETARG_INT64(0);
+    const int32 bits = PG_GETARG_INT32(2);
+    Status status;
+    if (!guarded(status, [&] { return permute_check(value, bits, &status); }))
+        raise(status);
+    const PermutationKey key = key_arg(fcinfo, 1);
+    uint64_t out = 0;
+    if (!guarded(status, [&] {
+            out = inverse ? permute_inverse(key, uint64_t(value), bits) : permute_forward(key, uint64_t(value), bits);
+            return true;
+        }))
+        raise(status);
+    PG_RETURN_INT64(int64(out));
+}
+
+}  // namespace
+
+extern "C" Datum shardid_obfuscate_id(PG_FUNCTION_ARGS) { return permute(fcinfo, false); }
+extern "C" Datum shardid_reveal_id(PG_FUNCTION_ARGS) { return permute(fcinfo, true); }
+
+extern "C" Datum shardid_next_opaque_id(PG_FUNCTION_ARGS)
+{
+    LayoutEntry& e = layout_arg(fcinfo, 0);
+    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, ShardFrom::node_id()));
+    const PermutationKey key = key_arg(fcinfo, 1);
+    PG_RETURN_INT64(int64(permute_forward(key, uint64_t(id), 63)));
+}
+
+extern "C" Datum shardid_random_key(PG_FUNCTION_ARGS)
+{
+    bytea* out = static_cast<bytea*>(palloc(VARHDRSZ + 16));
+    SET_VARSIZE(out, VARHDRSZ + 16);
+    if (!pg_strong_random(VARDATA(out), 16))
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate a random key")));
+    PG_RETURN_BYTEA_P(out);
+}
+
+// Statement trigger on shardid's catalogs (the key ring, the layout
+// catalog): row changes send no cache invalidation by themselves, so send
+// one for the table. Every backend (this one included) forgets what it
+// cached from it; a rollback of the change replays it in this backend.
+extern "C" Datum shardid_catalog_changed(PG_FUNCTION_ARGS)
+{
+    if (!CALLED_AS_TRIGGER(fcinfo))
+        ereport(ERROR, (errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+                        errmsg("%s() must be called as a trigger", get_func_name(fcinfo->flinfo->fn_oid))));
+    CacheInvalidateRelcache(reinterpret_cast<TriggerData*>(fcinfo->context)->tg_relation);
+    return PointerGetDatum(NULL);
+}
+
+// The 1.0 name of the same trigger function (its install script names it).
+extern "C" Datum shardid_key_ring_changed(PG_FUNCTION_ARGS) { return shardid_catalog_changed(fcinfo); }

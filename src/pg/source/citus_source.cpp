@@ -1,0 +1,255 @@
+// The node id from Citus (shardid.node_id_source = citus): the node's
+// group id in the current database's Citus metadata
+// (pg_catalog.pg_dist_local_group), 0 for the coordinator and 1..N for the
+// workers. Citus takes group ids from a sequence (pg_dist_groupid_seq) and
+// never gives one out twice, so two nodes never share one, and a streaming
+// standby has its primary's (its WAL-carried mark keeps a failover above
+// the primary's IDs). The other sources: src/pg/source/node_source.cpp.
+//
+// A group id counts only once the node is in the metadata it names: a node
+// that was never added to a cluster has group 0, the coordinator's, so
+// its group must have a row in pg_dist_node. Each backend reads its group
+// once per database, outside generation (wait()), and keeps it: a node
+// removed and added again gets a new group id, and its old one is never
+// given to anyone else, so a backend that still uses the old one issues
+// IDs nobody else issues.
+#include "pg/source/node_source.hpp"
+
+extern "C" {
+#include "access/genam.h"
+#include "access/xact.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_namespace.h"
+#include "miscadmin.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+}
+
+#include "core/schemes.hpp"
+#include "pg/base/guard.hpp"
+#include "pg/base/settings.hpp"
+
+namespace shardid::pg {
+
+namespace {
+
+// This backend's group id and the database it was read in (-1: not read);
+// and one read from rows this transaction wrote, for this transaction only.
+int64 group_id = -1;
+Oid group_database = InvalidOid;
+int64 txn_group_id = -1;
+TransactionId txn_group_xid = InvalidTransactionId;
+
+// The group id this generation may use (-1: read it first).
+int64 usable_group_id()
+{
+    if (group_id >= 0 && group_database == MyDatabaseId)
+        return group_id;
+    if (txn_group_id >= 0 && TransactionIdIsValid(txn_group_xid) && txn_group_xid == GetTopTransactionIdIfAny())
+        return txn_group_id;
+    return -1;
+}
+
+// One int4 column of each row of a Citus metadata table in pg_catalog,
+// passed to `each` until it returns false. False when the table or the
+// column is missing. *uncommitted is set when a row passed was written by
+// this transaction (what it says may yet roll back).
+template <class Each>
+bool scan_int_column(const char* table, const char* column, bool* uncommitted, Each each)
+{
+    const Oid relid = get_relname_relid(table, PG_CATALOG_NAMESPACE);
+    if (!OidIsValid(relid))
+        return false;
+    const AttrNumber att = get_attnum(relid, column);
+    if (att == InvalidAttrNumber)
+        return false;
+    Relation rel = table_open(relid, AccessShareLock);
+    SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, nullptr, 0, nullptr);
+    HeapTuple tuple;
+    while (HeapTupleIsValid(tuple = systable_getnext(scan))) {
+        bool isnull;
+        const Datum d = heap_getattr(tuple, att, RelationGetDescr(rel), &isnull);
+        if (isnull)
+            continue;
+        if (TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
+            *uncommitted = true;
+        if (!each(DatumGetInt32(d)))
+            break;
+    }
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    return true;
+}
+
+// Why this node has no group id to use, when it has none.
+enum class NoGroup { none, no_citus, local_rows, not_in_metadata };
+
+// Reads this node's group id into group_id (NoGroup::none), or says why
+// there is none. Reads only: works on a standby and in a read-only
+// transaction.
+// pg_dist_local_group's group id and how many rows it has (up to 2);
+// false without Citus.
+bool local_group(int64* local, int* rows, bool* uncommitted)
+{
+    *local = -1;
+    *rows = 0;
+    return scan_int_column("pg_dist_local_group", "groupid", uncommitted, [&](int32 g) {
+        *local = g;
+        return ++*rows < 2;
+    });
+}
+
+NoGroup read_group_id(int64* found, int* rows_out)
+{
+    int64 local;
+    int rows;
+    bool uncommitted = false;
+    if (!local_group(&local, &rows, &uncommitted))
+        return NoGroup::no_citus;
+    *found = local;
+    *rows_out = rows;
+    if (rows != 1)
+        return NoGroup::local_rows;
+    bool known = false;
+    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32 g) {
+        known = g == local;
+        return !known;
+    });
+    if (!known)
+        return NoGroup::not_in_metadata;
+    // Kept for the backend's life only when committed: a cache holds only
+    // committed state.
+    if (!uncommitted) {
+        group_id = local;
+        group_database = MyDatabaseId;
+    } else {
+        txn_group_id = local;
+        txn_group_xid = GetTopTransactionIdIfAny();
+    }
+    return NoGroup::none;
+}
+
+// Raises 55000 saying why (not none).
+void raise_no_group(NoGroup why, int64 local, int rows)
+{
+    switch (why) {
+    case NoGroup::none: return;
+    case NoGroup::no_citus:
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("shardid.node_id_source is citus, but Citus is not installed in this database"),
+                        errdetail("The node id is the node's Citus group id, read from Citus' metadata "
+                                  "(pg_dist_local_group)."),
+                        errhint("Run CREATE EXTENSION citus in this database, or set shardid.node_id_source to "
+                                "setting or etcd in postgresql.conf and restart the server.")));
+        break;
+    case NoGroup::local_rows:
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("Citus' metadata of this node holds %d group ids", rows),
+                        errdetail("pg_dist_local_group must hold exactly one row: the node's group id."),
+                        errhint("Repair Citus' metadata on this node before generating IDs.")));
+        break;
+    case NoGroup::not_in_metadata:
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("this node's Citus group %lld is not in the cluster's metadata", (long long)local),
+                        errdetail("A node gets its group id when it is added to a Citus cluster; until then its "
+                                  "group id is no one's own, and IDs under it could equal another node's."),
+                        errhint("On the coordinator, run SELECT citus_set_coordinator_host(...) once and "
+                                "SELECT citus_add_node(...) for each worker, then generate IDs again.")));
+        break;
+    }
+}
+
+class CitusSource final : public NodeIdSource {
+public:
+    const char* name() const override { return "citus"; }
+
+    bool hold(SourceTicket* ticket, Status* status) const override
+    {
+        const int64 id = usable_group_id();
+        if (id < 0) {
+            // Read outside generation, by wait(), which may raise.
+            *status = Status::fail(Error::not_claimed, "this node's Citus group id is not read yet");
+            return false;
+        }
+        *ticket = SourceTicket{0, id};
+        return true;
+    }
+
+    bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
+    {
+        if (ticket.id < 0 || uint64_t(ticket.id) > fit.shard_max()) {
+            *status = Status::fail(Error::not_configured, "this node's Citus group id %lld does not fit the %s layout",
+                                   (long long)ticket.id, fit.name)
+                          .with_detail("With shardid.node_id_source = citus the node id is the Citus group id; "
+                                       "the %s layout's node field holds 0 to %llu.",
+                                       fit.name, (unsigned long long)fit.shard_max())
+                          .with_hint("Use a layout with more shard bits on this cluster.");
+            return false;
+        }
+        *id = uint64_t(ticket.id);
+        return true;
+    }
+
+    // An explicit shard is this node's only when shardid.shards declares
+    // it: Citus has no owner for shard field values, and the shards of a
+    // distributed table are not the values of an ID's shard field.
+    bool hold_value(SlotState*, const Layout&, uint64_t value, bool given, SourceTicket*, Status* status) const override
+    {
+        if (!given)
+            return true;
+        if (shards_setting == nullptr || shards_setting[0] == '\0') {
+            *status = Status::fail(Error::not_configured, "shard %llu has no owner on this Citus node",
+                                   (unsigned long long)value)
+                          .with_detail("With shardid.node_id_source = citus each node owns its group id; an "
+                                       "explicit shard is this node's only when shardid.shards lists it, and "
+                                       "shardid.shards is not set.")
+                          .with_hint("Let the default use the node's group id (no shard argument), or list the "
+                                     "shards this node owns in shardid.shards in postgresql.conf and reload.");
+            return false;
+        }
+        return declared_shard(value, status);
+    }
+
+    bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
+    void wait(TimestampTz, const Status&) const override
+    {
+        int64 local = -1;
+        int rows = 0;
+        raise_no_group(read_group_id(&local, &rows), local, rows);
+    }
+    void waited() const override {}
+    int64 take_counter(NodeCounter, int64) const override { return from_node_sequence; }
+};
+
+const CitusSource citus;
+
+}  // namespace
+
+const NodeIdSource& citus_source() { return citus; }
+
+int64 citus_local_group()
+{
+    int64 local;
+    int rows;
+    bool uncommitted = false;
+    return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
+}
+
+const char* citus_group_problem(int64* group)
+{
+    int64 local = -1;
+    int rows = 0;
+    *group = -1;
+    switch (read_group_id(&local, &rows)) {
+    case NoGroup::none: *group = local; return nullptr;
+    case NoGroup::no_citus: return "Citus is not installed in this database";
+    case NoGroup::local_rows: return "pg_dist_local_group does not hold exactly one row";
+    case NoGroup::not_in_metadata:
+        return psprintf("this node's Citus group %lld is not in the cluster's metadata (pg_dist_node)",
+                        (long long)local);
+    }
+    return nullptr;
+}
+
+}  // namespace shardid::pg

@@ -1,0 +1,243 @@
+// The node id claimed from etcd, as generators see it: the etcd node-id
+// source. Generators read the claim the worker published (atomics), wait on
+// a condition variable, interruptibly and for at most shardid.etcd_wait,
+// while there is none, and ask the worker for counter values.
+#include "pg/source/coord_claim.hpp"
+
+extern "C" {
+#include "catalog/pg_authid_d.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/timestamp.h"
+}
+
+#include "core/schemes.hpp"
+#include "pg/source/node_source.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/source/shard_claims.hpp"
+#include "pg/state/shared.hpp"
+#include "pg/base/wait_event.hpp"
+
+namespace shardid::pg {
+
+CoordShared& coord_shared() { return shared->coord; }
+
+void coord_init(CoordShared& c)
+{
+    c.held.store(-1);
+    c.generation.store(1);
+    c.need_ms.store(-1);
+    for (auto& r : c.counter_ready)
+        r.store(-1);
+    ConditionVariableInit(&c.changed);
+    SpinLockInit(&c.mutex);
+    strlcpy(c.state, "starting", sizeof c.state);
+}
+
+namespace {
+
+void wake_worker()
+{
+    if (Latch* latch = coord_shared().worker_latch.load(std::memory_order_acquire))
+        SetLatch(latch);
+}
+
+uint32 etcd_event = 0;  // the wait event of a backend waiting for the coordinator
+
+// What a message says of the worker's last error: the error itself for
+// those who may read shardid_coordination() (superusers and pg_monitor),
+// else only the coordinator's state and where to look, since the error may
+// name an endpoint, a file or a user. Copied under the mutex.
+void last_error(char* out, size_t size)
+{
+    const bool monitor = superuser() || has_privs_of_role(GetUserId(), ROLE_PG_MONITOR);
+    CoordShared& c = coord_shared();
+    char state[sizeof c.state];
+    SpinLockAcquire(&c.mutex);
+    strlcpy(out, c.last_error[0] ? c.last_error : "none", size);
+    strlcpy(state, c.state, sizeof state);
+    SpinLockRelease(&c.mutex);
+    if (!monitor)
+        snprintf(out, size,
+                 "shown to superusers and members of pg_monitor by shardid_coordination(), and in the server log "
+                 "(the coordinator is \"%s\")",
+                 state);
+}
+
+// Ends a wait for the worker with `message` once shardid.etcd_wait has
+// passed since `since`; otherwise wakes the worker and sleeps a little.
+void wait_for_worker(TimestampTz since, const char* message, const char* detail, const char* hint)
+{
+    if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
+        ConditionVariableCancelSleep();
+        count_claim_refusal();
+        char err[512];
+        last_error(err, sizeof err);
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", message),
+                        errdetail("%s%sWaited %d ms (shardid.etcd_wait); the coordinator's last error: %s.", detail,
+                                  detail[0] ? " " : "", etcd_wait_ms, err),
+                        errhint("%s", hint)));
+    }
+    wake_worker();
+    ConditionVariableTimedSleep(&coord_shared().changed, 50, wait_event("ShardidEtcd", &etcd_event));
+}
+
+constexpr const char* see_coordination = "See SELECT * FROM shardid_coordination(); for the claim and the last error.";
+
+class EtcdSource final : public NodeIdSource {
+public:
+    const char* name() const override { return "etcd"; }
+
+    bool hold(SourceTicket* ticket, Status* status) const override
+    {
+        CoordShared& c = coord_shared();
+        if (c.misconfigured.load(std::memory_order_acquire)) {
+            // Which setting and why stays with the operators (the server
+            // log, shardid_coordination()): it may name a file, a user or
+            // an endpoint, and every role that generates IDs sees this.
+            *status = Status::fail(Error::not_configured, "the etcd settings of this node are not usable")
+                          .with_detail("No node id is claimed until they are corrected; the server log and "
+                                       "shardid_coordination() (superusers and pg_monitor) say which setting.")
+                          .with_hint("Correct the setting in postgresql.conf and restart the server.");
+            return false;
+        }
+        ticket->generation = c.generation.load(std::memory_order_acquire);
+        ticket->id = c.held.load(std::memory_order_acquire);
+        // The fence is checked once, in confirm(), after the ID is made and
+        // before it is returned; here only whether there is a claim at all.
+        if (ticket->id < 0) {
+            *status = Status::fail(Error::not_claimed, "this node holds no node id from etcd")
+                          .with_detail("Generating IDs needs a node id claimed from etcd (shardid.node_id_source = "
+                                       "etcd), whatever their shard: the claim's mark keeps them apart.")
+                          .with_hint("%s", see_coordination);
+            return false;
+        }
+        return true;
+    }
+
+    bool hold_value(SlotState* slot, const Layout& layout, uint64_t value, bool given, SourceTicket* ticket,
+                    Status* status) const override
+    {
+        if (given && !declared_shard(value, status))
+            return false;
+        ticket->unit_ms = layout.unit_ms;
+        return hold_claim(slot, layout, value, !given, &ticket->claim, &ticket->claim_generation, status);
+    }
+
+    bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
+    {
+        if (!check_shard(fit, ticket.id, "the node id claimed from etcd", status)) {
+            status->with_hint("Set shardid.etcd_node_id_max to at most %llu, or shardid.node_id to such an id, "
+                              "and restart the server.",
+                              (unsigned long long)fit.shard_max());
+            return false;
+        }
+        *id = uint64_t(ticket.id);
+        return true;
+    }
+
+    bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
+    {
+        CoordShared& c = coord_shared();
+        // Orders this ID's step of its slot before the claim's generation
+        // is read: a worker that gives the claim up (a new generation) and
+        // then reads the slots (to lower the mark at a clean release) sees
+        // the step, or this ID sees the new generation and is not returned.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (c.generation.load(std::memory_order_seq_cst) != ticket.generation || c.held.load() < 0 ||
+            fence_clock_ms() >= c.fence_ms.load(std::memory_order_acquire)) {
+            *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
+                          .with_detail("The lease could not be renewed in time, or the claim changed; no ID was "
+                                       "handed out under it.")
+                          .with_hint("%s", see_coordination);
+            return false;
+        }
+        if (tick_ms >= c.window_end_ms.load(std::memory_order_acquire)) {
+            raise_to(c.need_ms, int64_t(tick_ms));
+            wake_worker();
+            *status =
+                Status::fail(Error::not_claimed, "the window recorded in etcd for this node id ends before the ID")
+                    .with_detail("IDs are issued only below the mark recorded in etcd, which could not be moved "
+                                 "in time.")
+                    .with_hint("%s", see_coordination);
+            return false;
+        }
+        // The shard field's value is still held (the fence above orders
+        // it as the claim's generation).
+        if (ticket.claim >= 0) {
+            const int64_t used = ticket.unit_ms <= 1000 ? tick_ms : wall_clock().now_ms();
+            if (!confirm_claim(ticket.claim, ticket.claim_generation, used, status))
+                return false;
+        }
+        return true;
+    }
+
+    void wait(TimestampTz since, const Status& why) const override
+    {
+        wait_for_worker(since, why.message, why.detail, why.hint);
+    }
+
+    void waited() const override { ConditionVariableCancelSleep(); }
+
+    // Cluster-wide counters in etcd: no node took these values before, and
+    // the worker takes them above this node's floor.
+    int64 take_counter(NodeCounter which, int64 key_fingerprint) const override
+    {
+        attach_if_needed();
+        CoordShared& c = coord_shared();
+        const int k = int(which);
+        const TimestampTz since = GetCurrentTimestamp();
+        // Only a key the cluster recorded (a superuser's choice) refuses
+        // others: without one, each key's call numbers are its own.
+        if (key_fingerprint != 0) {
+            const int64 cluster = cluster_call_key(0);
+            if (cluster != 0 && cluster != key_fingerprint)
+                ereport(ERROR,
+                        (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                         errmsg("the call-number key of this session is not the cluster's"),
+                         errdetail("A superuser recorded the cluster's call-number key (fingerprint %lld) with "
+                                   "shardid_set_call_number_key(); shardid.call_number_key names a key with "
+                                   "fingerprint %lld. Call numbers made with two keys can be equal.",
+                                   (long long)cluster, (long long)key_fingerprint),
+                         errhint("Create the cluster's key in this database with the secret it was made with "
+                                 "(create_obfuscation_key(name, secret)) and set shardid.call_number_key to it; or, "
+                                 "as a superuser, SELECT shardid_set_call_number_key(NULL); to let every key issue "
+                                 "call numbers of its own.")));
+        }
+        const char* message = psprintf("no %s could be taken from etcd", node_counter_name(which));
+        for (;;) {
+            const int64 value = c.counter_ready[k].exchange(-1);
+            if (value >= 0) {
+                ConditionVariableCancelSleep();
+                return value;
+            }
+            c.counter_want[k].store(1);
+            wait_for_worker(since, message, "",
+                            "See SELECT * FROM shardid_coordination(); and check that etcd is "
+                            "reachable.");
+        }
+    }
+};
+
+const EtcdSource source;
+
+}  // namespace
+
+int64 cluster_call_key(int64 set)
+{
+    attach_if_needed();
+    CoordShared& c = coord_shared();
+    const TimestampTz since = GetCurrentTimestamp();
+    if (set != 0)
+        c.call_key_set.store(set);
+    const uint64 mine = c.call_key_asked.fetch_add(1) + 1;
+    while (c.call_key_served.load(std::memory_order_acquire) < mine)
+        wait_for_worker(since, "the cluster's call-number key could not be read from etcd", "",
+                        "See SELECT * FROM shardid_coordination(); and check that etcd is reachable.");
+    ConditionVariableCancelSleep();
+    return c.call_key_cluster.load(std::memory_order_acquire);
+}
+
+const NodeIdSource& etcd_source() { return source; }
+
+}  // namespace shardid::pg

@@ -1,0 +1,102 @@
+// Where this node's id comes from, as generation sees it: one interface,
+// implemented from shardid.node_id (src/pg/source/node_source.cpp), from a claim
+// held in etcd (src/pg/source/coord_claim.cpp) and from the node's Citus group id
+// (src/pg/source/citus_source.cpp). Generation
+// (src/pg/generate/generate.cpp) asks the source for the id once per ID, confirms
+// the ticket once the ID is covered and before it is returned, and waits
+// through the source when it has no id right now; it has no branch per
+// source. The node counters a source hands out cluster-wide (DecimalId
+// generator ids, call-number run ids) come through it too. A third source
+// (say, logical-shard claims) is a third implementation.
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/layout.hpp"
+#include "core/status.hpp"
+#include "pg/base/pg.hpp"
+#include "pg/state/shmem.hpp"
+
+namespace shardid::pg {
+
+// What a generation holds of its source between asking and returning the
+// ID: the claim's generation (0: nothing to confirm) and the node's id
+// (-1: none).
+struct SourceTicket {
+    uint64_t generation = 0;
+    int64_t id = -1;
+    // The shard field value's claim (etcd: its entry, -1: none, and
+    // generation), and the layout's tick length.
+    int claim = -1;
+    uint64_t claim_generation = 0;
+    int64_t unit_ms = 1;
+};
+
+class NodeIdSource {
+public:
+    // "setting", "etcd" or "citus": shardid.node_id_source's value.
+    virtual const char* name() const = 0;
+    // May this node issue an ID now? Every time-based ID asks, whatever its
+    // shard: the node's clock and mark are what keep its IDs apart, and with
+    // a claim from etcd they are the claim's. A ticket, or a failure: 55000
+    // when the source is misconfigured, Error::not_claimed when it has no
+    // id right now (the caller waits with wait() and asks again). Runs
+    // inside guarded(): never ereports.
+    virtual bool hold(SourceTicket* ticket, Status* status) const = 0;
+    // The ticket's node id as the shard/node field of `fit`, or a failure:
+    // 55000 when unset, 22003 when it does not fit. Never ereports.
+    virtual bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const = 0;
+    // May this node write `value` into the shard field of an ID of `layout`
+    // (whose node-wide slot is `slot`)? `given`: an explicit shard (else the
+    // node's id). shardid.shards must admit an explicit shard; with etcd,
+    // the node must hold the value in the layout's claim space
+    // (src/core/coord/shard_claim.hpp): otherwise Error::not_claimed (it is being
+    // claimed: wait() and ask again). Never ereports.
+    virtual bool hold_value(SlotState* slot, const Layout& layout, uint64_t value, bool given, SourceTicket* ticket,
+                            Status* status) const = 0;
+    // After an ID of the tick starting at tick_ms is covered and before it
+    // is returned: the ticket still holds (the claim is unchanged, its fence
+    // not passed, the tick inside its window). Otherwise Error::not_claimed:
+    // the ID must not be returned; the caller waits and generates again.
+    // Never ereports.
+    virtual bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const = 0;
+    // Waits a little, interruptibly, for the source to have an id again;
+    // raises `why` (55000) once the source's bound has passed since `since`.
+    // Outside guarded(): it can ereport.
+    virtual void wait(TimestampTz since, const Status& why) const = 0;
+    // Ends the waits of a generation that got its ID after all.
+    virtual void waited() const = 0;
+    // A value of `which` that no node took before, when this source hands
+    // them out cluster-wide (may wait, and ereport); from_node_sequence when
+    // the node takes them from its own sequences. `key_fingerprint` (not 0)
+    // is the call-number key the values will be used with: a cluster-wide
+    // source refuses one that is not the cluster's.
+    static constexpr int64 from_node_sequence = -1;
+    virtual int64 take_counter(NodeCounter which, int64 key_fingerprint) const = 0;
+
+protected:
+    ~NodeIdSource() = default;
+};
+
+// shardid.shards admits `shard`; otherwise a failure (55000), counted.
+bool declared_shard(uint64_t shard, Status* status);
+
+// The source shardid.node_id_source names.
+const NodeIdSource& node_id_source();
+
+// The etcd claim's implementation (src/pg/source/coord_claim.cpp).
+const NodeIdSource& etcd_source();
+
+// The node's Citus group id's (src/pg/source/citus_source.cpp); and for
+// shardid_coordination(), the group id (*group, -1: none) or why there is
+// none (nullptr: there is one). Reads only.
+const NodeIdSource& citus_source();
+const char* citus_group_problem(int64* group);
+
+// This database's Citus group id (pg_dist_local_group: 0 on the
+// coordinator, or on a node not in a cluster), -1 without Citus. Reads
+// only; whether the node is in the metadata is not asked.
+int64 citus_local_group();
+
+}  // namespace shardid::pg

@@ -1,0 +1,279 @@
+// Shard value claims, the generators' side and the SQL functions
+// (src/pg/source/shard_claims.hpp): the table in shared memory, looking a value up
+// on each ID, asking the coordinator for one not held, and
+// shardid_shard_claims(), shardid_shard_refusals(), shardid_release_shard().
+#include "core/coord/shard_claim.hpp"
+#include "pg/source/shard_claims.hpp"
+
+extern "C" {
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/ipc.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+#include "utils/tuplestore.h"
+}
+
+#include "pg/source/coord_claim.hpp"
+#include "pg/base/row.hpp"
+#include "pg/base/settings.hpp"
+#include "pg/state/shared.hpp"
+#include "pg/base/timeconv.hpp"
+#include "pg/base/wait_event.hpp"
+
+namespace shardid::pg {
+
+namespace {
+
+ShardClaims* table = nullptr;
+
+int table_size(int capacity)
+{
+    int size = 16;
+    while (size < 2 * capacity)
+        size *= 2;
+    return size;
+}
+
+// The generator's cache of entries by key (each checked against the entry's
+// key before use: entries are given new keys once free).
+// Direct-mapped by the key's hash; a miss looks the table up without a
+// lock first.
+struct CachedClaim {
+    uint64_t key;
+    int index;
+};
+constexpr int cache_size = 1024;
+CachedClaim cache[cache_size];
+uint64_t last_key = 0;
+int last_index = -1;
+int last_refusal = -1;  // the cause of the last failed hold_claim() (ClaimRefusal), -1: none
+
+uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+// The entry of `key`, given that key when `add` (reusing a free entry on
+// its probe path, so a probe never passes an empty entry it needed); -1
+// when there is none (and, adding, none to give). Adding needs the mutex;
+// a lookup does not (the caller checks the entry's key again before use).
+int probe(uint64_t key, bool add)
+{
+    const int mask = table->size - 1;
+    int reuse = -1;
+    for (int i = 0, at = int(mix(key) & uint64_t(mask)); i < table->size; i++, at = (at + 1) & mask) {
+        ShardClaim& e = table->entries[at];
+        const uint64_t k = e.key.load(std::memory_order_acquire);
+        if (k == key)
+            return at;
+        if (!add && k == 0)
+            return -1;
+        if (reuse < 0 && k != 0 && e.state.load() == int(ClaimState::free))
+            reuse = at;
+        if (k == 0) {
+            if (reuse < 0)
+                reuse = at;
+            break;
+        }
+    }
+    if (!add || reuse < 0)
+        return -1;
+    ShardClaim& e = table->entries[reuse];
+    e.generation.fetch_add(1);
+    e.key.store(key, std::memory_order_release);
+    return reuse;
+}
+
+Status full_table()
+{
+    return Status::fail(Error::limit_exceeded, "this node holds as many shard values as it may")
+        .with_detail("A node holds at most shardid.max_shard_claims = %d shard field values at once; a value is "
+                     "given back after shardid.shard_idle_release without an ID.",
+                     table->capacity)
+        .with_hint("Raise shardid.max_shard_claims in postgresql.conf and restart the server, or write fewer "
+                   "distinct shards from this node.");
+}
+
+}  // namespace
+
+const char* claim_state_name(ClaimState s)
+{
+    static const char* const names[] = {"free",    "claiming",    "held",     "held elsewhere",
+                                        "refused", "taking over", "releasing"};
+    return names[int(s)];
+}
+
+ShardClaims* shard_claims() { return table; }
+
+namespace {
+
+shmem_request_hook_type prev_request_hook = nullptr;
+shmem_startup_hook_type prev_startup_hook = nullptr;
+
+Size claims_size()
+{
+    return add_size(offsetof(ShardClaims, entries), mul_size(sizeof(ShardClaim), table_size(max_shard_claims)));
+}
+
+void request_hook()
+{
+    if (prev_request_hook)
+        prev_request_hook();
+    RequestAddinShmemSpace(claims_size());
+}
+
+void startup_hook()
+{
+    if (prev_startup_hook)
+        prev_startup_hook();
+    const Size size = claims_size();
+    bool found;
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    auto* t = static_cast<ShardClaims*>(ShmemInitStruct("shardid shard claims", size, &found));
+    if (!found) {
+        memset(static_cast<void*>(t), 0, size);
+        SpinLockInit(&t->mutex);
+        t->capacity = max_shard_claims;
+        t->size = table_size(max_shard_claims);
+        for (int i = 0; i < t->size; i++)
+            t->entries[i].generation.store(1);
+    }
+    LWLockRelease(AddinShmemInitLock);
+    table = t;
+}
+
+}  // namespace
+
+void shard_claims_init()
+{
+    // Only a node whose ids come from etcd claims shard values (the
+    // coordinator runs only when preloaded).
+    if (!process_shared_preload_libraries_in_progress || !coord_enabled())
+        return;
+    prev_request_hook = shmem_request_hook;
+    shmem_request_hook = request_hook;
+    prev_startup_hook = shmem_startup_hook;
+    shmem_startup_hook = startup_hook;
+}
+
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, int* index, uint64_t* generation,
+                Status* status)
+{
+    const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
+    CachedClaim& cached = cache[mix(key) & (cache_size - 1)];
+    int at = key == last_key ? last_index : cached.key == key ? cached.index : -1;
+    if (at < 0 || table->entries[at].key.load(std::memory_order_acquire) != key) {
+        at = probe(key, false);
+        if (at < 0) {
+            SpinLockAcquire(&table->mutex);
+            at = probe(key, true);
+            SpinLockRelease(&table->mutex);
+        }
+        if (at < 0) {
+            last_refusal = int(ClaimRefusal::table_full);
+            *status = full_table();
+            return false;
+        }
+        cached = CachedClaim{key, at};
+    }
+    last_key = key;
+    last_index = at;
+    ShardClaim& e = table->entries[at];
+    const uint64_t gen = e.generation.load(std::memory_order_acquire);
+    const auto state = ClaimState(e.state.load(std::memory_order_acquire));
+    if (state == ClaimState::held && e.key.load(std::memory_order_acquire) == key) {
+        *index = at;
+        *generation = gen;
+        return true;
+    }
+    // Not held: ask the coordinator for it.
+    e.wanted_ms.store(fence_clock_ms(), std::memory_order_relaxed);
+    if (own_id)
+        e.own_id.store(true);
+    if (state == ClaimState::free) {
+        bool full = false;
+        SpinLockAcquire(&table->mutex);
+        if (e.key.load() == key && e.state.load() == int(ClaimState::free)) {
+            full = table->in_use.load() >= table->capacity;
+            if (!full) {
+                table->in_use.fetch_add(1);
+                e.state.store(int(ClaimState::wanted), std::memory_order_release);
+            }
+        }
+        SpinLockRelease(&table->mutex);
+        if (full) {
+            last_refusal = int(ClaimRefusal::table_full);
+            *status = full_table();
+            return false;
+        }
+    }
+    if (Latch* latch = coord_shared().worker_latch.load(std::memory_order_acquire))
+        SetLatch(latch);
+    char note[sizeof e.note];
+    SpinLockAcquire(&table->mutex);
+    strlcpy(note, e.note, sizeof note);
+    SpinLockRelease(&table->mutex);
+    const unsigned long long v = (unsigned long long)value;
+    if (state == ClaimState::busy) {
+        last_refusal = int(ClaimRefusal::held_elsewhere);
+        *status = Status::fail(Error::not_claimed, "shard %llu of layout %s is held by another node", v, layout.name)
+                      .with_detail("%s holds shard %llu of this layout's claim space in etcd; a node issues IDs "
+                                   "with a shard only while it holds it, so that no two nodes issue one ID.",
+                                   note[0] ? note : "Another node", v)
+                      .with_hint("Write this shard's rows on that node, or release it there with "
+                                 "shardid_release_shard(); docs/sharding.md describes moving a shard.");
+    } else if (state == ClaimState::refused) {
+        last_refusal = int(ClaimRefusal::edited_by_hand);
+        *status = Status::fail(Error::not_claimed, "shard %llu of layout %s cannot be claimed", v, layout.name)
+                      .with_detail("Its keys in etcd hold what shardid never writes; no node issues it until "
+                                   "they are fixed.")
+                      .with_hint("shardid_shard_claims() (superusers and pg_monitor) and the server log name the "
+                                 "key.");
+    } else {
+        last_refusal = int(ClaimRefusal::not_claimed_in_time);
+        *status =
+            Status::fail(Error::not_claimed, "this node does not hold shard %llu of layout %s yet", v, layout.name)
+                .with_detail("IDs with a shard are issued only while this node holds it in etcd; the "
+                             "coordinator is claiming it (state \"%s\").",
+                             claim_state_name(state))
+                .with_hint("See SELECT * FROM shardid_shard_claims(); and SELECT * FROM "
+                           "shardid_coordination(); for the last error.");
+    }
+    return false;
+}
+
+bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* status)
+{
+    ShardClaim& e = table->entries[index];
+    if (e.generation.load(std::memory_order_seq_cst) != generation ||
+        e.state.load(std::memory_order_seq_cst) != int(ClaimState::held)) {
+        last_refusal = int(ClaimRefusal::not_claimed_in_time);
+        *status = Status::fail(Error::not_claimed, "this node gave up a shard while issuing an ID with it")
+                      .with_detail("The shard was released or its claim lost; no ID was handed out under it.")
+                      .with_hint("See SELECT * FROM shardid_shard_claims();.");
+        return false;
+    }
+    if (used_ms - e.used_ms.load(std::memory_order_relaxed) >= 100)
+        e.used_ms.store(used_ms, std::memory_order_relaxed);
+    return true;
+}
+
+void note_claim_refusal(ClaimRefusal cause) { last_refusal = int(cause); }
+
+void count_claim_refusal()
+{
+    if (last_refusal >= 0 && last_refusal < int(ClaimRefusal::count))
+        shared->claim_refusals[last_refusal].fetch_add(1);
+    last_refusal = -1;
+}
+
+void clear_claim_refusal() { last_refusal = -1; }
+
+int find_claim(uint64_t key) { return probe(key, false); }
+
+}  // namespace shardid::pg

@@ -1,0 +1,96 @@
+// Shard value claims in shared memory (the rules: src/core/coord/shard_claim.hpp;
+// docs/coordination.md, "Shard values"). In etcd mode a generator issues an
+// ID only while this node holds the value of the ID's shard field in the
+// layout's claim space (its slot): generators look a value up here and ask
+// for it when it is not held (src/pg/source/shard_claims.cpp); the coordinator
+// worker claims, keeps and releases values in etcd and publishes them here
+// (src/pg/coord/coord_values.cpp).
+//
+// Locking: `mutex` (a spinlock, held for a probe of the table or a few
+// copies) guards giving a key to an entry, an entry's way to and from the
+// free state (and in_use), and the notes. Everything else is atomics: the
+// worker alone moves an entry between the other states and bumps its
+// generation whenever the value stops or starts being held; generators read
+// without a lock and confirm with the generation after the ID is made.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "core/layout.hpp"
+#include "core/status.hpp"
+#include "pg/base/pg.hpp"
+#include "pg/state/shared.hpp"
+
+extern "C" {
+#include "storage/spin.h"
+}
+
+namespace shardid::pg {
+
+enum class ClaimState : int {
+    free = 0,     // nobody wants it (the key stays, for the probes)
+    wanted,       // a generator waits for it: the worker claims it
+    held,         // held in etcd under this node's lease: IDs may use it
+    busy,         // another node holds it (note: which)
+    refused,      // its keys in etcd hold what shardid never writes (note: which)
+    taking_over,  // claimed; its previous holder did not release it: waiting out that holder's fence
+    releasing,    // being given back (idle, asked, or the claim of the node id lost)
+};
+const char* claim_state_name(ClaimState s);
+
+struct ShardClaim {
+    std::atomic<uint64_t> key;  // claim_key(slot, value); 0: never used
+    std::atomic<int> state;     // ClaimState
+    std::atomic<uint64_t> generation;
+    std::atomic<int64_t> used_ms;    // wall ms of the last ID (its tick), to 100 ms
+    std::atomic<int64_t> wanted_ms;  // fence clock: when a generator last asked for it
+    std::atomic<int64_t> floor_ms;   // the floor it was claimed above (wall ms)
+    std::atomic<int64_t> since_ms;   // wall ms: held since
+    std::atomic<bool> own_id;        // the value is this node's id: kept while the node id is
+    char note[128];                  // under the mutex: the holder (busy) or the key that is wrong (refused)
+};
+
+struct ShardClaims {
+    slock_t mutex;
+    int capacity;             // shardid.max_shard_claims: entries not free at most
+    int size;                 // the table's length, a power of two of at least twice the capacity
+    std::atomic<int> in_use;  // entries not free
+    ShardClaim entries[FLEXIBLE_ARRAY_MEMBER];
+};
+
+// The table (nullptr without a coordinator: shardid.node_id_source is not
+// etcd, or shardid is not preloaded).
+ShardClaims* shard_claims();
+// Called from _PG_init when preloading: asks for the table's shared memory
+// and makes it in the postmaster's shmem hooks.
+void shard_claims_init();
+
+inline uint64_t claim_key(int slot_index, uint64_t value)
+{
+    return (uint64_t(slot_index) + 1) << 32 | (value & 0xffffffffu);
+}
+inline int claim_slot(uint64_t key) { return int(key >> 32) - 1; }
+inline int64_t claim_value(uint64_t key) { return int64_t(key & 0xffffffffu); }
+
+// The generators' side (never ereports; runs inside guarded()). Whether the
+// value `value` of the slot `slot` is held: its entry and generation in
+// *index and *generation; otherwise a failure: Error::not_claimed (the
+// worker was asked for it: wait and ask again), Error::limit_exceeded (the
+// table is full).
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, int* index, uint64_t* generation,
+                Status* status);
+// After an ID is made and before it is returned: the value is still held
+// under the same generation.
+// `used_ms` (wall ms, to the second) is when it was last used.
+bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* status);
+// The entry of `key`, or -1 (the caller checks its key again before use).
+int find_claim(uint64_t key);
+// A generation's refusal of a shard value: noted when a value is refused
+// (by hold_claim(), or shardid.shards), counted once it ends in an error
+// (shardid_shard_refusals()), forgotten when the generation tries again.
+void note_claim_refusal(ClaimRefusal cause);
+void count_claim_refusal();
+void clear_claim_refusal();
+
+}  // namespace shardid::pg

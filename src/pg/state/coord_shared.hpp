@@ -1,0 +1,82 @@
+// The etcd claim's part of the node's shared struct (src/pg/state/shared.hpp):
+// what the coordinator worker (src/pg/coord/coord_worker.cpp) publishes and the
+// generators' side (src/pg/source/coord_claim.cpp) and shardid_coordination()
+// (src/pg/coord/coord_status.cpp) read.
+//
+// Locking: the claim itself is atomics (the id held, its generation, the
+// fence deadline, the window's end), written by the worker only, read by
+// generators without a lock; `mutex` (a spinlock, held for a few copies
+// only) guards the text and counts below it. Generators wait for a new
+// claim or a counter value on `changed`, interruptibly.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <ctime>
+
+#include "core/coord/node_state.hpp"
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "storage/condition_variable.h"
+#include "storage/latch.h"
+#include "storage/spin.h"
+}
+
+namespace shardid::pg {
+
+struct CoordShared {
+    std::atomic<int> held;               // the node id held, -1: none
+    std::atomic<uint64_t> generation;    // changes whenever the claim does (never 0)
+    std::atomic<int64_t> fence_ms;       // fence-clock ms (fence_clock_ms()): IDs only before it
+    std::atomic<int64_t> window_end_ms;  // wall ms: IDs only in ticks starting before it
+    std::atomic<int64_t> floor_ms;       // the mark found at the claim: IDs above it
+    std::atomic<int64_t> need_ms;        // the latest tick a generator found outside the window
+    // Per counter floor of the node state (NodeCounter, by its index in
+    // node_state_fields; other entries unused): a value taken from etcd for
+    // a backend (-1: none), and whether a backend wants one.
+    std::atomic<int64_t> counter_ready[node_state_field_count];
+    std::atomic<int> counter_want[node_state_field_count];
+    // The cluster's call-number key (<prefix>/call_number_key, recorded only
+    // by a superuser's shardid_set_call_number_key()): backends ask by
+    // taking a number from call_key_asked; the worker reads etcd, stores the
+    // fingerprint in call_key_cluster (0: none recorded) and then the number
+    // it served in call_key_served. call_key_set: a fingerprint to record
+    // first (-1: clear it; 0: nothing to record).
+    std::atomic<uint64_t> call_key_asked;
+    std::atomic<uint64_t> call_key_served;
+    std::atomic<int64_t> call_key_cluster;
+    std::atomic<int64_t> call_key_set;
+    std::atomic<Latch*> worker_latch;
+    std::atomic<bool> misconfigured;      // a setting is not usable: generators fail at once (last_error says which)
+    std::atomic<bool> password_in_clear;  // a password goes to an http:// endpoint
+    ConditionVariable changed;            // broadcast on a new claim and a counter value
+    slock_t mutex;                        // guards the fields below
+    char state[32];
+    char endpoint[256];
+    char last_error[512];
+    char lease_id[24];
+    int64_t lease_ttl_s;
+    int64_t claimed_at_ms;  // wall ms
+    int64_t last_ok_ms;     // wall ms of the last answer from etcd
+    uint64_t requests;
+    uint64_t errors;
+};
+
+// Zeroed memory made ready (when the shared struct is made).
+void coord_init(CoordShared& c);
+
+// The clock of the fence, read the same way by the worker and by
+// generators: milliseconds since boot, counting time the machine spent
+// suspended (CLOCK_BOOTTIME; CLOCK_MONOTONIC stops then), so a node that
+// resumes after longer than its lease does not take its lease for fresh.
+// docs/coordination.md says what no clock sees: a VM its hypervisor
+// paused, whose boot clock may not advance either.
+inline int64_t fence_clock_ms()
+{
+    timespec ts;
+    clock_gettime(CLOCK_BOOTTIME, &ts);
+    return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+}  // namespace shardid::pg

@@ -1,0 +1,93 @@
+// Node-wide generator state in shared memory (locking rules: shmem.cpp): one slot per distinct layout
+// shape (epoch, unit, widths), shared by every backend, parallel worker and
+// database of the cluster. Equal shapes share a slot, so two databases using
+// the same layout on one node never issue the same ID.
+//
+// With shared_preload_libraries the space is reserved at server start;
+// without it, the first backend that needs it carves it from the slack
+// PostgreSQL leaves in its shared memory segment. Either way the same
+// ShmemInitStruct name is attached, under AddinShmemInitLock.
+#pragma once
+
+#include "core/decimal.hpp"
+#include "core/engine.hpp"
+#include "core/layout.hpp"
+#include "pg/state/state_file.hpp"
+#include "pg/base/pg.hpp"
+
+extern "C" {
+#include "storage/lwlock.h"
+}
+
+namespace shardid::pg {
+
+// Layout shapes with node state at once, per node and per database (the
+// database that first brings a shape into use counts it): a database cannot
+// take the node's whole table. A restart frees every shape whose current
+// tick is over.
+constexpr int max_slots = 128;
+constexpr int max_slots_per_database = 32;
+// Databases with DecimalId state at once; the entry of a dropped database
+// is freed for another.
+constexpr int max_decimal_databases = 64;
+
+// Called from _PG_init: installs the shmem hooks when preloading.
+void shmem_init();
+
+// The node-wide state of `layout` (ereports if no slot is free). The result
+// is cached per backend; callers on a hot path cache it themselves too.
+SlotState* slot_for(const Layout& layout);
+
+// Makes sure the persisted node state covers an ID, issued in `state` (a
+// slot_for() result) as packed word `word` in the tick that starts at
+// tick_ms, before that ID is returned: the node's high-water mark, written
+// about a second ahead (renewed early, without waiting, once half of it is
+// used), and for layouts with ticks longer than that, the layout's own
+// (tick, sequence) mark.
+void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms);
+
+// Before an ID is handed out: the WAL record of the node state that covers
+// it is flushed and, with synchronous replication (synchronous_commit
+// remote_write, on or remote_apply and synchronous standbys defined),
+// confirmed by the synchronous standbys, as a commit would be. In the steady
+// state that record is long replicated and this is one atomic read; only
+// while the standbys are behind does a caller wait (interruptibly; a cancel
+// ends the wait with an error and no ID). Called by cover_issued().
+void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms);
+
+// DecimalId state of a database (its generator ids come from that
+// database's sequence).
+DecimalState* decimal_state(Oid database);
+
+// Raises the node state to a replayed one (WAL redo, in the startup
+// process): the mark, the floor new slots resume above, the counter floors
+// and layout marks only ever go up; the state file is written too.
+void replay_node_state(const NodeState& state);
+// In the postmaster (shmem_init()): at its exit after a clean shutdown, the
+// node's time mark comes down to the last issued tick (persist.cpp).
+void settle_mark_at_clean_exit();
+
+// Values taken from the extension's sequences that must never come back on
+// this node: DecimalId generator ids and call-number run ids.
+// (Each is a counter floor of the node state: src/core/coord/node_state.hpp.)
+enum class NodeCounter : int {
+    generator = node_state_field("generator"),
+    run = node_state_field("run"),
+};
+constexpr bool is_counter_floor(NodeCounter c)
+{
+    return int(c) >= 0 && node_state_fields[int(c)].kind == NodeStateFieldKind::counter_floor;
+}
+static_assert(is_counter_floor(NodeCounter::generator) && is_counter_floor(NodeCounter::run),
+              "every NodeCounter is a counter floor of the node state");
+// What people call it, in messages.
+constexpr const char* node_counter_name(NodeCounter which) { return node_state_fields[int(which)].counts; }
+// The highest value of that kind this node ever took (-1: none).
+int64 counter_floor(NodeCounter which);
+// Records `value` as taken, durably (the record flushed and, with
+// synchronous replication, confirmed, as for any ID: confirm_covered()), if
+// it is above every value of its kind taken before, and returns true; false
+// if it is not (then it must not be used).
+bool claim_counter(NodeCounter which, int64 value);
+
+}  // namespace shardid::pg
