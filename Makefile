@@ -26,11 +26,11 @@ DATA = $(wildcard sql/shardid--*.sql)
 # reads node-wide state another one changes:
 #   counters  expects the instance's first DecimalId generator id and run id
 #             (1): it runs before hostile, which takes more of both;
-#   upgrade, hostile, review2  drop the extension (and with it every
+#   upgrade, hostile, catalog_edges  drop the extension (and with it every
 #             layout and key the tests before them made) and create it again;
 #   rules     makes permanent layouts and keys: last, so no listing of
 #             layouts or keys in another test sees them.
-REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter uuidv7 upgrade hostile review2 sharding rules
+REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter uuidv7 upgrade hostile catalog_edges sharding rules
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 

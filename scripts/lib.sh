@@ -68,7 +68,7 @@ ensure_deps() {
         "/usr/sbin/debootstrap:debootstrap" \
         "/usr/share/postgresql/$PG_MAJOR/extension/plproxy.control:postgresql-$PG_MAJOR-plproxy" "/usr/bin/unshare:util-linux" \
         "/usr/include/x86_64-linux-gnu/curl/curl.h:libcurl4-openssl-dev" "/usr/include/nlohmann/json.hpp:nlohmann-json3-dev" \
-        "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" "/usr/bin/etcd:etcd-server" "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni"; do
+        "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" "/usr/lib/python3/dist-packages/yaml/__init__.py:python3-yaml" "/usr/bin/etcd:etcd-server" "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni"; do
         [ -e "${want%%:*}" ] || missing+=("${want#*:}")
     done
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then

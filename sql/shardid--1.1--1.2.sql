@@ -555,7 +555,10 @@ CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_i
                                      OUT issuing_until timestamptz, OUT window_start timestamptz,
                                      OUT window_end timestamptz, OUT endpoint text, OUT last_error text,
                                      OUT last_answer_at timestamptz, OUT requests bigint, OUT errors bigint,
-                                     OUT password_in_clear boolean)
+                                     OUT password_in_clear boolean, OUT not_held_seconds double precision,
+                                     OUT expiring_episodes bigint, OUT expiring_seconds double precision,
+                                     OUT renewals_late bigint, OUT refused_waiting bigint,
+                                     OUT refused_clock_lead bigint, OUT refused_misconfigured bigint)
     RETURNS record
     AS 'MODULE_PATHNAME', 'shardid_coordination'
     LANGUAGE C VOLATILE PARALLEL SAFE;
@@ -563,7 +566,9 @@ REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
 COMMENT ON FUNCTION shardid_coordination() IS
     'where this node''s id comes from (setting or etcd) and, with etcd, the claim: id held, lease, until when IDs '
-    'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; superusers and pg_monitor';
+    'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; since the server started: seconds without a node id, episodes and '
+    'seconds of expiring, late renewals, and generations refused by cause (a scrape every minute sees a 3 s outage); '
+    'superusers and pg_monitor';
 
 -- UUIDv7, RFC 9562 (1.2): 48-bit Unix ms | version 7 | 12-bit counter
 -- (rand_a) | variant 10 | rand_b: shard field (shardid.uuidv7_shard_bits

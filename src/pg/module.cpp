@@ -4,6 +4,7 @@
 #include "pg/base/pg.hpp"
 
 extern "C" {
+#include "miscadmin.h"
 #include "tcop/utility.h"
 }
 
@@ -51,7 +52,10 @@ void _PG_init(void)
     shmem_init();
     shard_claims_init();
     wal_init();
-    coord_register_worker();
+    // pg_upgrade's servers (-b) claim nothing: the worker starts with the
+    // upgraded server instead.
+    if (!IsBinaryUpgrade)
+        coord_register_worker();
     prev_utility = ProcessUtility_hook;
     ProcessUtility_hook = utility_hook;
 }

@@ -295,6 +295,14 @@ check "B's logical clock now leads its wall clock by about the clock difference"
     "$(qb -c "SELECT '$lead'::interval BETWEEN interval '10 s' AND interval '21 s'")"
 check "shardid_status on B shows the lead" t \
     "$(qb -c "SELECT clock_lead_ms > 10000 FROM shardid_status WHERE layout = 'instagram'")"
+# The lead past a smaller shardid.max_clock_lead: a generation refused,
+# and counted.
+node_setting "$b" $bport shardid.max_clock_lead 5s
+refused=$(qb -c "SELECT next_instagram_id(5)" 2>&1)
+node_setting "$b" $bport shardid.max_clock_lead 30s
+contains "a generation past shardid.max_clock_lead is refused" "$refused" "would lead the wall clock"
+check "... and shardid_coordination() counts it (refused_clock_lead)" 1 \
+    "$(qb -c "SELECT refused_clock_lead FROM shardid_coordination()")"
 fi
 # (4) route shard 5 to B; (5) drop it on A.
 qp -c "UPDATE plproxy.partitions SET connstr = '$connstr_b' WHERE shard = 5" \

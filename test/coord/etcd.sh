@@ -131,6 +131,8 @@ for g in "next_snowflake_id(5)" "next_instagram_id(5)" "next_id('snowflake', 5)"
     check "the refused node issues no $g either (explicit shards ride on the claim's clock and mark)" \
         "55000: this node holds no node id from etcd" "$(q_err e1 "SELECT $g")"
 done
+check "shardid_coordination() counted the five refusals after waiting (refused_waiting)" "5" \
+    "$(q e1 -c "SELECT refused_waiting FROM shardid_coordination()")"
 check "decoders work on the refused node" "2" \
     "$(q e1 -c "SELECT (snowflake_decode(next_id)).shard FROM (SELECT 2::bigint << 12 AS next_id) x")"
 # Control: the same id from settings on two nodes: duplicates.
@@ -216,7 +218,7 @@ takeover h1 f2 $((base + 43)) yes "-60s"
 
 # --- 5: a partition under load ------------------------------------------------
 python3 test/coord/proxy.py 23895 tcp $ETCD_PORT & proxy=$!; coord_pids+=("$proxy")
-sleep 0.3
+wait_port 23895 || fail "the proxy to etcd did not listen"
 ETCD_URLS_SAVED=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23895"
 node_up p1 $((base + 51)) "" "shardid.node_id = 9" || fail "p1 did not start"
 ETCD_URLS=$ETCD_URLS_SAVED
@@ -229,7 +231,8 @@ q p1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)" -c "CREATE TABL
     q p1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 2000)" >/dev/null 2>&1
     q p1 -c "INSERT INTO tc SELECT next_id('per_minute'), clock_timestamp() FROM generate_series(1, 200)" >/dev/null 2>&1
   done ) & load=$!
-sleep 2
+# The cut comes while both layouts issue under the load.
+wait_rows p1 t 4000 10 && wait_rows p1 tc 200 10 || fail "the load on p1 issued no IDs"
 cut_at=$(date +%s%3N)
 kill "$proxy"
 node_up p2 $((base + 52)) "" "shardid.node_id = 9" || fail "p2 did not start"
@@ -267,7 +270,7 @@ q r1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)"
 ( end=$((SECONDS + 10)); while [ $SECONDS -lt $end ]; do
     q r1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 500)" >/dev/null 2>&1
   done ) & load=$!
-sleep 3
+wait_rows r1 t 1000 10 || fail "the load on r1 issued no IDs"
 leader=""
 for m in 1 2 3; do
     etcdctl --endpoints="http://127.0.0.1:$((23950 + m))" endpoint status -w json 2>/dev/null |

@@ -85,6 +85,22 @@ wait_state() {
     return 1
 }
 held_id() { q "$1" -c "SELECT node_id FROM shardid_coordination()"; }
+# wait_port PORT: until something listens on 127.0.0.1:PORT (at most 10 s).
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# wait_rows NODE TABLE N SECONDS: until TABLE on NODE has at least N rows.
+wait_rows() {
+    for _ in $(seq 1 $(($4 * 10))); do
+        [ "$(q "$1" -c "SELECT count(*) >= $3 FROM $2" 2>/dev/null)" = t ] && return 0
+        sleep 0.1
+    done
+    return 1
+}
 # kill9 NODE: the postmaster and every process of it, at once.
 kill9() {
     local pid

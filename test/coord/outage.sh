@@ -7,8 +7,11 @@
 #     within 2x the undisturbed run; the state says "expiring" meanwhile;
 #     the log has one line when etcd becomes unreachable and one when it
 #     answers again.
+#   1b a 3 s pause between two scrapes that both find "held": the
+#     cumulative counters (expiring_episodes, expiring_seconds,
+#     renewals_late) show it.
 #   2 an outage longer than the fence: IDs stop at issuing_until, not
-#     earlier, and resume after.
+#     earlier, and resume after; not_held_seconds counts the time.
 #   3 a three-member etcd loses its leader under load: 0 failed inserts.
 #   4 a setting that is not usable (prefix, endpoints, TTL, id range,
 #     password file): "misconfigured", no key written anywhere, generators
@@ -86,9 +89,33 @@ wait $pauser
 echo "# figure: inserts during a 5 s etcd pause (TTL 10 s, one every 50 ms): p50 $(field "$five" p50_ms) ms, p99 $(field "$five" p99_ms) ms, max $(field "$five" max_ms) ms, longest stall $(field "$five" longest_gap_ms) ms, $(field "$five" failed) failed of $(field "$five" ops) (undisturbed: p50 $(field "$calm" p50_ms) ms, p99 $(field "$calm" p99_ms) ms, max $(field "$calm" max_ms) ms)"
 check "a 5 s etcd pause: 0 failed inserts" "0" "$(field "$five" failed)"
 
+# --- 1b: a 3 s pause, seen by a scrape a minute apart --------------------------
+# Two scrapes on either side of the pause both find "held"; the cumulative
+# counters show the episode (docs/monitoring.md's alert queries).
+counters() { q u1 -c "SELECT state, expiring_episodes, expiring_seconds, renewals_late FROM shardid_coordination()"; }
+wait_state u1 held 10 || fail "u1 is not held before the 3 s pause"
+before=$(counters)
+kill -STOP "${etcd_pid_of[main]}"; sleep 3; kill -CONT "${etcd_pid_of[main]}"
+for _ in $(seq 100); do
+    [ "$(q u1 -c "SELECT state = 'held' AND renewals_late > ${before##*|} FROM shardid_coordination()")" = t ] && break
+    sleep 0.1
+done
+after=$(counters)
+echo "# a 3 s etcd pause: scrape before: $before; scrape after: $after (state|expiring_episodes|expiring_seconds|renewals_late)"
+check "a 3 s pause: a later scrape still finds the state held" "held" "${after%%|*}"
+IFS='|' read -r _ ep0 es0 rl0 <<<"$before"
+IFS='|' read -r _ ep1 es1 rl1 <<<"$after"
+check "... but expiring_episodes counted the episode" "$((ep0 + 1))" "$ep1"
+awk -v a="$es0" -v b="$es1" 'BEGIN { exit !(b - a > 0.3 && b - a < 3.5) }' &&
+    pass "... expiring_seconds grew by $(awk -v a="$es0" -v b="$es1" 'BEGIN { printf "%.1f", b - a }') s (within the 3 s pause)" ||
+    fail "... expiring_seconds went from $es0 to $es1"
+[ "$rl1" -gt "$rl0" ] 2>/dev/null && pass "... and renewals_late counted the late renewal ($rl0 -> $rl1)" ||
+    fail "... renewals_late went from $rl0 to $rl1"
+
 # --- 2: an outage longer than the fence --------------------------------------
 # A layout with one-minute ticks issues before it; after the claim is won
 # back (section 2b) it must not wait for its next minute.
+not_held0=$(q u1 -c "SELECT not_held_seconds FROM shardid_coordination()")
 q u1 -c "SELECT create_layout('minute', '2020-01-01 00:00+00', '1 minute', 31, 10, 22)" >/dev/null
 minute_before=$(q u1 -c "SELECT next_id('minute')")
 (
@@ -113,6 +140,11 @@ echo "# outage past the fence: fence at +0, last ID at $((last_before - fence_at
 [ -n "$first_after" ] && pass "and resumed $((first_after - resumed_at)) ms after etcd came back" || fail "no ID after etcd came back"
 # --- 2b: the same node wins its id back: its own mark, no wait -----------------
 wait_state u1 held 20 || fail "u1 did not claim its id again"
+not_held1=$(q u1 -c "SELECT not_held_seconds FROM shardid_coordination()")
+gap=$(( (resumed_at - fence_at) / 1000 ))
+awk -v a="$not_held0" -v b="$not_held1" -v g="$gap" 'BEGIN { exit !(b - a >= g - 0.5 && b - a <= g + 5) }' &&
+    pass "not_held_seconds grew by the time without a claim ($not_held0 -> $not_held1 s; the fence to etcd's return: ${gap} s)" ||
+    fail "not_held_seconds went from $not_held0 to $not_held1 s for ${gap} s without a claim"
 grep -q "its own mark: no other node held it since" "${dir_of[u1]}/server.log" &&
     pass "u1 won its id back above its own mark (the log says so)" ||
     fail "u1's log does not say it resumed above its own mark"
@@ -168,6 +200,8 @@ misconf() {  # NAME PORT EXPECTED_ERROR_PART CONFIG LINES
     check "\"$shown\": a generator fails with 55000 at once" "55000: the etcd settings of this node are not usable" \
         "$(q_err "$1" "SELECT next_snowflake_id(5)")"
     [ $(($(date +%s%3N) - started)) -lt 1500 ] || fail "\"$shown\": the generator waited $(($(date +%s%3N) - started)) ms"
+    check "\"$shown\": shardid_coordination() counted the refusal (refused_misconfigured)" "1" \
+        "$(q "$1" -c "SELECT refused_misconfigured FROM shardid_coordination()")"
 }
 misconf x1 $((base + 41)) "shardid.etcd_prefix = 'noslash' is not usable" "shardid.etcd_prefix = 'noslash'"
 misconf x2 $((base + 42)) "shardid.etcd_endpoints is not usable: \"127.0.0.1:$ETCD_FRESH\"" "shardid.etcd_endpoints = '127.0.0.1:$ETCD_FRESH'"

@@ -2,7 +2,9 @@
 # The setup docs/etcd.md gives, run from its very files (docs/setup/), and
 # the procedure it gives for moving a fleet from settings to etcd:
 #   - trial: one etcd member from docs/setup/etcd-member.sh's defaults (but
-#     the ports and data directory); a node claims an id from it;
+#     the ports and data directory); a node claims an id from it; and
+#     docs/setup/trial.sh as docs/etcd.md runs it: two nodes with distinct
+#     ids, the page's queries on each, and its stop;
 #   - production: three members with TLS (certificates from
 #     docs/setup/etcd-tls.sh, client certificates required), the user and
 #     role of docs/setup/etcd-shardid-user.sh; two nodes with the settings
@@ -34,6 +36,30 @@ etcd_wait_up 24201 && pass "trial: docs/setup/etcd-member.sh starts a one-member
 ETCD_URLS=http://127.0.0.1:24201 PREFIX=/shardid
 node_up t1 56641 "" && wait_state t1 held 30 && pass "trial: a node claims node id $(held_id t1)" ||
     fail "trial: the node holds no id ($(q t1 -c "SELECT state || ': ' || coalesce(last_error, '') FROM shardid_coordination()"))"
+
+# --- trial: docs/setup/trial.sh, two nodes, as docs/etcd.md runs it --------------
+# As written (su postgres -c 'sh -s' < docs/setup/trial.sh), with its own
+# directory and ports; then the page's two queries on both nodes.
+trial=$work/trial
+out=$(as_pg env DIR="$trial" ETCD_PORT=24311 PG_PORT=56651 sh -s <docs/setup/trial.sh 2>&1)
+echo "$out" | sed 's/^/# /'
+check "trial.sh: two nodes, each holding its own node id" "node1 (port 56651): state held, node id 0
+node2 (port 56652): state held, node id 1" "$(grep '^node' <<<"$out")"
+page_sql=$(python3 - <<'PY'
+import re
+text = open("docs/etcd.md", encoding="utf-8").read()
+print(re.search(r"```sql norun: it needs the trial's servers[^\n]*\n(.*?)```", text, re.S).group(1), end="")
+PY
+)
+for n in 1 2; do
+    got=$(as_pg "$PG_BIN/psql" -X -At -h "$trial" -p $((56650 + n)) -d postgres <<<"$page_sql" 2>&1)
+    contains "trial: node$n answers the page's queries: held" "$got" "held|$((n - 1))|"
+    check "... and its TraceId decodes to node id $((n - 1)), with a call number of 8 characters" "$((n - 1)) 8" \
+        "$(tail -1 <<<"$got" | awk -F'|' '{ print $1, length($2) }')"
+done
+as_pg env DIR="$trial" sh -s stop <docs/setup/trial.sh
+check "trial.sh stop: the servers and etcd stop, the directory goes" "gone" \
+    "$([ ! -e "$trial" ] && ! pgrep -f "data-dir $trial/etcd" >/dev/null && echo gone)"
 
 # --- production: three members, TLS, a user limited to the prefix ------------
 tls=$work/tls

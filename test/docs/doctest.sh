@@ -12,7 +12,8 @@
 # line that is only "…" stands for any number of lines. A ```sql block
 # without one must run without an error. A block written
 # ```sql norun: REASON is not run (it needs other servers), and REASON must
-# name the test that runs it.
+# name the test that runs it. A ```yaml block of postgres_exporter custom
+# queries runs each `query:` as a ```sql block.
 #   bash test/docs/doctest.sh [PAGE.md ...]
 # Prints a PASS/FAIL line per block.
 set -u
@@ -48,6 +49,15 @@ while i < len(lines):
     i += 1
 n = 0
 for k, (start, lang, info, body) in enumerate(blocks):
+    if lang == "yaml" and re.search(r"^\s+query:", "\n".join(body), re.M):
+        # postgres_exporter's custom queries: each query runs as SQL.
+        import yaml
+        for metric, spec in yaml.safe_load("\n".join(body)).items():
+            n += 1
+            name = f"{out}/{n:03d}"
+            open(name + ".sql", "w").write(spec["query"].rstrip().rstrip(";") + ";\n")
+            print(f"{start}\tsql\t{name}")
+        continue
     if lang != "sql":
         continue
     if info.startswith("norun"):

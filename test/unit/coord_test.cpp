@@ -97,6 +97,26 @@ TEST(Coord, EpisodesLogOnceWhenTheyStartAndOnceWhenTheyEnd)
     EXPECT_EQ(lines, 1);
 }
 
+TEST(Coord, AnEpisodeLastsFromTheLastAnswer)
+{
+    // etcd answered at 1000, stopped, and the first request failed after
+    // its 2 s timeout: the end line counts from the answer, not the failure.
+    coord::Episode e;
+    EXPECT_TRUE(e.fail(4300, 1000));
+    EXPECT_TRUE(e.ok(31000));
+    EXPECT_EQ(e.lasted_ms(), 30000);
+    // No answer before (a start with etcd down), or one from the future:
+    // the failure itself.
+    coord::Episode f;
+    EXPECT_TRUE(f.fail(5000));
+    EXPECT_TRUE(f.ok(6000));
+    EXPECT_EQ(f.lasted_ms(), 1000);
+    coord::Episode g;
+    EXPECT_TRUE(g.fail(5000, 9000));
+    EXPECT_TRUE(g.ok(6000));
+    EXPECT_EQ(g.lasted_ms(), 1000);
+}
+
 TEST(Coord, LowestFreeId)
 {
     EXPECT_EQ(coord::lowest_free({}, 0, 1023), 0);
@@ -150,7 +170,7 @@ TEST(Coord, CountsAreDigitsOnly)
 
 TEST(Coord, Holders)
 {
-    coord::Holder h{"db1", 5432, "7311", "2026-11-23T10:00:00Z"};
+    coord::HolderRecord h{"db1", 5432, "7311", "2026-11-23T10:00:00Z"};
     EXPECT_EQ(coord::describe_holder(coord::holder_value(h)),
               "host db1 port 5432, system identifier 7311, since 2026-11-23T10:00:00Z");
     EXPECT_EQ(coord::describe_holder("nonsense\x01"), "an unknown holder (the key holds \"nonsense?\")");
@@ -159,18 +179,18 @@ TEST(Coord, Holders)
 
 TEST(Coord, SameNodeIsHostPortAndSystemIdentifier)
 {
-    coord::Holder me;
+    coord::HolderRecord me;
     me.host = "db1";
     me.port = 5432;
     me.system_identifier = "7312";
     me.since = "2026-01-01T00:00:00Z";
-    coord::Holder later = me;
+    coord::HolderRecord later = me;
     later.since = "2026-01-02T00:00:00Z";
     EXPECT_TRUE(coord::same_node(coord::holder_value(later), me));  // its own lease from before a restart
-    coord::Holder clone = me;
+    coord::HolderRecord clone = me;
     clone.port = 5433;
     EXPECT_FALSE(coord::same_node(coord::holder_value(clone), me));  // a clone elsewhere is another node
-    coord::Holder other = me;
+    coord::HolderRecord other = me;
     other.system_identifier = "9999";
     EXPECT_FALSE(coord::same_node(coord::holder_value(other), me));
     for (const char* bad : {"", "{", "[]", "{\"host\":1}", "null"}) {

@@ -82,7 +82,7 @@ bool parse_count(const std::string& text, int64_t* out)
     return true;
 }
 
-std::string holder_value(const Holder& h)
+std::string holder_value(const HolderRecord& h)
 {
     nlohmann::json j = {
         {"host", h.host}, {"port", h.port}, {"system_identifier", h.system_identifier}, {"since", h.since}};
@@ -119,7 +119,7 @@ bool is_holder(const std::string& value)
     }
 }
 
-bool same_node(const std::string& value, const Holder& me)
+bool same_node(const std::string& value, const HolderRecord& me)
 {
     try {
         const nlohmann::json j = nlohmann::json::parse(value);

@@ -189,6 +189,12 @@ constexpr bool renewal_late(int64_t fence_left_ms, int64_t ttl_ms)
 {
     return fence_left_ms < fence_deadline_ms(0, ttl_ms) - keepalive_every_ms(ttl_ms) - late_slack_ms(ttl_ms);
 }
+// The moment (on the fence's clock) renewals become late for a fence at
+// `fence_ms`: renewal_late(fence_ms - now, ttl) from then on.
+constexpr int64_t renewal_late_from_ms(int64_t fence_ms, int64_t ttl_ms)
+{
+    return fence_ms - (fence_deadline_ms(0, ttl_ms) - keepalive_every_ms(ttl_ms) - late_slack_ms(ttl_ms)) + 1;
+}
 
 // One condition of the coordinator (etcd unreachable, a key held by
 // another node, ...) as the server log tells it: a line when it starts and
@@ -200,12 +206,15 @@ class Episode {
 public:
     static constexpr int64_t quiet_ms = 10000;
 
-    // A failure at now_ms; true when the starting line is due now.
-    bool fail(int64_t now_ms)
+    // A failure at now_ms; true when the starting line is due now. The
+    // episode is taken to have started at `since_ms` (the last answer
+    // before it, when there was one: a request fails only after its
+    // timeout, long after etcd stopped answering), else at now_ms.
+    bool fail(int64_t now_ms, int64_t since_ms = -1)
     {
         if (!active_) {
             active_ = true;
-            started_ms_ = now_ms;
+            started_ms_ = since_ms >= 0 && since_ms <= now_ms ? since_ms : now_ms;
             failures_ = 0;
             logged_ = now_ms - last_start_ms_ >= quiet_ms || last_start_ms_ < 0;
             if (logged_)
@@ -269,14 +278,15 @@ int node_id_of_key(const std::string& prefix, const std::string& key);
 // no spaces, at most int64's maximum; false for anything else.
 bool parse_count(const std::string& text, int64_t* out);
 
-// Who holds an id: the value of its node key.
-struct Holder {
+// Who holds an id: the record in its node key (not the glue's pg::Holder,
+// the worker's claim in progress).
+struct HolderRecord {
     std::string host;
     int port = 0;
     std::string system_identifier;
     std::string since;  // ISO 8601, UTC
 };
-std::string holder_value(const Holder& h);
+std::string holder_value(const HolderRecord& h);
 // A readable description of a node key's value ("host h port p, system
 // identifier s, since t"), or of what it holds when that is not a holder.
 std::string describe_holder(const std::string& value);
@@ -284,7 +294,7 @@ std::string describe_holder(const std::string& value);
 // identifier, host and port): its own lease from before a crash or a fast
 // restart, which etcd has not expired yet. A clone (same system identifier
 // elsewhere) is another node.
-bool same_node(const std::string& value, const Holder& me);
+bool same_node(const std::string& value, const HolderRecord& me);
 // Whether a node key's value is a holder's record at all.
 bool is_holder(const std::string& value);
 

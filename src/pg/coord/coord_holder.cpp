@@ -10,17 +10,24 @@
 #include "core/text.hpp"
 #include "pg/coord/coord_holder.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/base/timeconv.hpp"
+#include "pg/base/wait_event.hpp"
 #include "pg/state/shared.hpp"
 
 extern "C" {
 #include "access/xlog.h"
+#include "utils/timestamp.h"
 #include "port.h"
+#include "postmaster/interrupt.h"
+#include "utils/guc.h"
 #include "postmaster/postmaster.h"
 }
 
 namespace shardid::pg {
 
 namespace {
+
+uint32 worker_event = 0;  // the worker's wait event between steps
 
 std::string iso_now()
 {
@@ -34,9 +41,9 @@ std::string iso_now()
 
 }  // namespace
 
-coord::Holder this_node()
+coord::HolderRecord this_node()
 {
-    coord::Holder me;
+    coord::HolderRecord me;
     char host[256] = "";
     gethostname(host, sizeof host - 1);
     me.host = host;
@@ -110,6 +117,8 @@ bool Holder::keep_lease()
             return false;
         } else {
             answered();
+            if (coord::renewal_late(fence_ms_ - fence_clock_ms(), lease_ttl_ms_))
+                note_late_renewal();
             fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
             last_sent_ms_ = sent;
             publish_lease();
@@ -130,7 +139,7 @@ bool Holder::keep_lease()
 bool Holder::take_id(int id)
 {
     std::string why;
-    const coord::Holder me = this_node();
+    const coord::HolderRecord me = this_node();
     const std::string key = coord::node_key(prefix_, id);
     etcd::Txn t;
     if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
@@ -262,7 +271,10 @@ void Holder::claim()
     SpinLockRelease(&c.mutex);
     publish_state();
     ConditionVariableBroadcast(&c.changed);
-    ereport(LOG, (errmsg("shardid coordinator: issuing IDs with node id %d above %lld%s", held_, (long long)floor_ms_,
+    // The mark as a time (the claim's first under the prefix has none).
+    const char* above = floor_ms_ > 0 ? psprintf("above %s", timestamptz_to_str(timestamptz_of_unix_ms(floor_ms_)))
+                                      : "with no mark before";
+    ereport(LOG, (errmsg("shardid coordinator: issuing IDs with node id %d %s%s", held_, above,
                          claim_raised_ ? "" : " (its own mark: no other node held it since)")));
 }
 
@@ -423,6 +435,38 @@ void Holder::step()
         if (held_ >= 0)
             serve_values();
     }
+}
+
+// The worker's loop (src/pg/coord/coord_worker.cpp starts it): a step
+// against etcd, the state published, a wait; until SIGTERM.
+void Holder::run()
+{
+    prefix_ = etcd_prefix;
+    want_id_ = node_id;
+    restart_token_ = uint64_t(shared->release_token.load());
+    while (!ShutdownRequestPending) {
+        if (ConfigReloadPending) {
+            ConfigReloadPending = false;
+            ProcessConfigFile(PGC_SIGHUP);
+        }
+        if (!RecoveryInProgress()) {
+            try {
+                step();
+            } catch (const std::exception& e) {
+                error(Condition::unreachable, std::string("unexpected failure: ") + e.what());
+            }
+        }
+        publish_state();
+        const int rc =
+            WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+                      held_ >= 0 || RecoveryInProgress() ? 100 : 250, wait_event("ShardidCoordinator", &worker_event));
+        if (rc & WL_LATCH_SET)
+            ResetLatch(MyLatch);
+    }
+    release();
+    SpinLockAcquire(&coord_shared().mutex);
+    strlcpy(coord_shared().state, "stopped", sizeof coord_shared().state);
+    SpinLockRelease(&coord_shared().mutex);
 }
 
 }  // namespace shardid::pg

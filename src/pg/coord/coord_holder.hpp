@@ -24,7 +24,7 @@ enum class Condition { unreachable, unauthorized, refused, corrupt_key, count };
 struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord/coord_holder.cpp)
 
 // This node as a holder describes itself in its keys.
-coord::Holder this_node();
+coord::HolderRecord this_node();
 // A token for a claim or a release: random, never 0.
 uint64_t new_token();
 
@@ -88,6 +88,12 @@ private:
     bool corrupt_ = false;          // a key of the prefix holds what shardid never writes
     bool counters_raised_ = false;  // the counters in etcd are at least this node's floors, since the claim
     int held_ = -1;                 // published: IDs are issued under it
+    // Fence clock: when publish_state() last found the node holding its id,
+    // and renewals on time (the periods counted in shardid_coordination()
+    // began no earlier).
+    int64_t seen_held_ms_ = 0;
+    int64_t seen_on_time_ms_ = 0;
+    void note_late_renewal();
     int64_t floor_ms_ = 0;
     int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
     std::map<int, int64_t> seen_marks_;  // the highest mark seen per id (each checked when read)
@@ -103,6 +109,7 @@ private:
     bool taking_over_ = false;      // waiting for it
     bool claim_raised_ = false;     // this claim raised the slots above a mark not its own
     coord::Episode episodes_[int(Condition::count)];
+    int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
 };
 
 }  // namespace shardid::pg

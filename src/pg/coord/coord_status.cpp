@@ -21,7 +21,22 @@ namespace {
 
 using namespace shardid::pg;
 
-constexpr int columns = 15;
+constexpr int columns = 22;
+
+// refused_waiting, refused_clock_lead, refused_misconfigured: generations
+// refused since the server started, by cause.
+void add_refusals(Row<columns>& row)
+{
+    for (int i = 0; i < int(GenerationRefusal::count); i++)
+        shared ? row.add(Int64GetDatum(int64(shared->generation_refusals[i].load(std::memory_order_relaxed))))
+               : row.add_null();  // not preloaded: nothing counted
+}
+
+// Milliseconds of a period counted so far: the closed ones and the open one.
+double seconds(int64 closed_ms, int64 since, int64 now)
+{
+    return double(closed_ms + (since != 0 ? now - since : 0)) / 1000.0;
+}
 
 // The columns of a node whose id comes from shardid.node_id, or from its
 // Citus group id (read here, in this database).
@@ -38,8 +53,9 @@ Datum from_setting(FunctionCallInfo fcinfo, bool citus)
     while (row.n < 10)
         row.add_null();                                                // claimed_at .. endpoint: no claim, no etcd
     refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
-    while (row.n < columns)
-        row.add_null();
+    while (row.n < 19)
+        row.add_null();  // last_answer_at .. renewals_late: no claim, no etcd
+    add_refusals(row);
     return return_row(fcinfo, row);
 }
 
@@ -53,8 +69,14 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     CoordShared& c = coord_shared();
     char state[32], endpoint[256], err[512], lease[24];
     int64 ttl, claimed_at, last_ok;
-    uint64 requests, errors;
+    uint64 requests, errors, expiring_episodes, renewals_late;
+    const int64 now_fence = fence_clock_ms();
+    double not_held_s, expiring_s;
     SpinLockAcquire(&c.mutex);
+    not_held_s = seconds(c.not_held_ms, c.not_held_since, now_fence);
+    expiring_s = seconds(c.expiring_ms, c.expiring_since, now_fence);
+    expiring_episodes = c.expiring_episodes;
+    renewals_late = c.renewals_late;
     strlcpy(state, c.state, sizeof state);
     strlcpy(endpoint, c.endpoint, sizeof endpoint);
     strlcpy(err, c.last_error, sizeof err);
@@ -81,8 +103,9 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     lease[0] ? row.add(Int32GetDatum(int32(ttl))) : row.add_null();  // lease_ttl
     if (held >= 0) {
         row.add(ts(now_wall + (c.fence_ms.load() - fence_clock_ms())));  // issuing_until
-        row.add(ts(c.floor_ms.load()));                                  // window_start
-        row.add(ts(c.window_end_ms.load()));                             // window_end
+        const int64 floor = c.floor_ms.load();
+        floor > 0 ? row.add(ts(floor)) : row.add_null();  // window_start: no mark found, none
+        row.add(ts(c.window_end_ms.load()));              // window_end
     } else {
         row.add_null().add_null().add_null();
     }
@@ -92,5 +115,10 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     row.add(Int64GetDatum(int64(requests)));              // requests
     row.add(Int64GetDatum(int64(errors)));                // errors
     row.add(BoolGetDatum(c.password_in_clear.load()));    // password_in_clear
+    row.add(Float8GetDatum(not_held_s));                  // not_held_seconds
+    row.add(Int64GetDatum(int64(expiring_episodes)));     // expiring_episodes
+    row.add(Float8GetDatum(expiring_s));                  // expiring_seconds
+    row.add(Int64GetDatum(int64(renewals_late)));         // renewals_late
+    add_refusals(row);
     return return_row(fcinfo, row);
 }

@@ -5,10 +5,16 @@
 // (src/pg/state/coord_shared.hpp) for generators (src/pg/source/coord_claim.cpp). The
 // rules (fencing, marks, counters) are src/core/coord/coord.hpp.
 //
+// This file registers and starts it and checks its settings; the holder's
+// loop and steps are src/pg/coord/coord_holder.cpp, its reports (state,
+// counters, log lines) src/pg/coord/coord_report.cpp: calls go one way,
+// worker -> holder -> reports.
+//
 // It runs without a database connection; every C++ object it uses lives in
-// run(), which never raises an ERROR (in a background worker without an
-// error handler one would end the process, which the postmaster restarts a
-// second later).
+// Holder::run(), which never raises an ERROR (in a background worker
+// without an error handler one would end the process, which the postmaster
+// restarts a second later).
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -22,6 +28,7 @@
 #include "pg/coord/coord_worker.hpp"
 #include "pg/base/etcd_settings.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/base/wait_event.hpp"
 #include "pg/state/shared.hpp"
 
 extern "C" {
@@ -59,131 +66,10 @@ void coord_register_worker()
 
 namespace {
 
-volatile sig_atomic_t stop_requested = false;
-
-void on_sigterm(SIGNAL_ARGS)
-{
-    const int save_errno = errno;
-    stop_requested = true;
-    SetLatch(MyLatch);
-    errno = save_errno;
-}
-
-const char* const condition_words[] = {"etcd unreachable", "etcd refused this node's credentials",
-                                       "the node id refused", "a key edited by hand"};
-static_assert(std::size(condition_words) == size_t(Condition::count), "a word for every condition");
-
-}  // namespace
-
-void Holder::error(Condition kind, const std::string& why)
-{
-    CoordShared& c = coord_shared();
-    SpinLockAcquire(&c.mutex);
-    strlcpy(c.last_error, why.c_str(), sizeof c.last_error);
-    strlcpy(c.endpoint, client_.endpoint().c_str(), sizeof c.endpoint);
-    c.requests = client_.requests();
-    c.errors++;
-    SpinLockRelease(&c.mutex);
-    // A line when the condition starts, not one every retry.
-    if (episodes_[int(kind)].fail(wall_clock().now_ms()))
-        ereport(LOG, (errmsg("shardid coordinator: %s", why.c_str())));
-}
-
-void Holder::failed(const std::string& what, const std::string& why)
-{
-    const Condition kind =
-        client_.last_failure() == etcd::Failure::unauthorized ? Condition::unauthorized : Condition::unreachable;
-    error(kind, what + ": " + why);
-}
-
-void Holder::ended(Condition kind)
-{
-    coord::Episode& e = episodes_[int(kind)];
-    if (!e.ok(wall_clock().now_ms()))
-        return;
-    const int64_t more = e.unreported();
-    ereport(LOG,
-            (errmsg("shardid coordinator: %s for %.1f s, %lld request%s failed%s", condition_words[int(kind)],
-                    double(e.lasted_ms()) / 1000, (long long)e.failures(), e.failures() == 1 ? "" : "s",
-                    more ? psprintf(" (and %lld shorter episodes before, without lines of their own)", (long long)more)
-                         : "")));
-}
-
-void Holder::answered()
-{
-    ended(Condition::unreachable);
-    ended(Condition::unauthorized);
-}
-
-void Holder::publish_lease()
-{
-    CoordShared& c = coord_shared();
-    c.fence_ms.store(fence_ms_, std::memory_order_release);
-    SpinLockAcquire(&c.mutex);
-    strlcpy(c.lease_id, lease_.c_str(), sizeof c.lease_id);
-    c.lease_ttl_s = lease_ttl_ms_ / 1000;
-    c.last_ok_ms = wall_clock().now_ms();
-    SpinLockRelease(&c.mutex);
-}
-
-// The state shardid_coordination() shows (docs/coordination.md, "States").
-void Holder::publish_state()
-{
-    const char* state;
-    if (RecoveryInProgress())
-        state = "standby";  // standbys never claim; they claim once promoted
-    else if (taking_over_)
-        state = "taking over";
-    else if (held_ >= 0)
-        state = coord::renewal_late(fence_ms_ - fence_clock_ms(), lease_ttl_ms_) ? "expiring"
-                : corrupt_                                                       ? "refused"
-                                                                                 : "held";
-    else if (episodes_[int(Condition::unauthorized)].active())
-        state = "unauthorized";
-    else if (waiting_)
-        state = "waiting";
-    else if (refused_)
-        state = "refused";
-    else
-        state = "claiming";
-    CoordShared& c = coord_shared();
-    SpinLockAcquire(&c.mutex);
-    strlcpy(c.state, state, sizeof c.state);
-    strlcpy(c.endpoint, client_.endpoint().c_str(), sizeof c.endpoint);
-    c.requests = client_.requests();
-    SpinLockRelease(&c.mutex);
-}
-
-void Holder::run()
-{
-    prefix_ = etcd_prefix;
-    want_id_ = node_id;
-    restart_token_ = uint64_t(shared->release_token.load());
-    while (!stop_requested) {
-        if (ConfigReloadPending) {
-            ConfigReloadPending = false;
-            ProcessConfigFile(PGC_SIGHUP);
-        }
-        if (!RecoveryInProgress()) {
-            try {
-                step();
-            } catch (const std::exception& e) {
-                error(Condition::unreachable, std::string("unexpected failure: ") + e.what());
-            }
-        }
-        publish_state();
-        const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-                                 held_ >= 0 || RecoveryInProgress() ? 100 : 250, PG_WAIT_EXTENSION);
-        if (rc & WL_LATCH_SET)
-            ResetLatch(MyLatch);
-    }
-    release();
-    SpinLockAcquire(&coord_shared().mutex);
-    strlcpy(coord_shared().state, "stopped", sizeof coord_shared().state);
-    SpinLockRelease(&coord_shared().mutex);
-}
-
-namespace {
+// SIGTERM (SignalHandlerForShutdownRequest) sets ShutdownRequestPending
+// and the latch: the loop ends, and a request in flight is abandoned.
+volatile sig_atomic_t& stop_requested = ShutdownRequestPending;
+uint32 worker_event = 0;  // the worker's wait event while misconfigured
 
 // Every setting the claim needs, checked as given: a value that is not
 // usable is refused, never replaced by a default (two clusters meant to be
@@ -234,8 +120,8 @@ void worker_main()
                         (errmsg("shardid coordinator: %s; no node id is claimed until it is corrected", why.c_str())));
             logged = true;
             // Checked again every 10 s (a password file put in place later).
-            const int rc =
-                WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10000, PG_WAIT_EXTENSION);
+            const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 10000,
+                                     wait_event("ShardidCoordinator", &worker_event));
             if (rc & WL_LATCH_SET)
                 ResetLatch(MyLatch);
             if (stop_requested)
@@ -269,7 +155,7 @@ void worker_main()
 void shardid_coordinator_main(Datum)
 {
     using namespace shardid::pg;
-    pqsignal(SIGTERM, on_sigterm);
+    pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
     BackgroundWorkerUnblockSignals();
     attach_if_needed();

@@ -209,8 +209,9 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
     if (launch_id < 0)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("shardid.launch_id is not set"),
                         errdetail("Decimal ids end with the launch id of this deployment."),
-                        errhint("As a superuser, set shardid.launch_id (1..%lld) in postgresql.conf or with ALTER "
-                                "SYSTEM, then SELECT pg_reload_conf();",
+                        errhint("As a superuser, set shardid.launch_id in postgresql.conf and reload, or run, one "
+                                "by one: LOAD 'shardid'; ALTER SYSTEM SET shardid.launch_id = <1..%lld>; SELECT "
+                                "pg_reload_conf();",
                                 (long long)decimal_launch_max)));
     if (decimal == nullptr)
         decimal = decimal_state(MyDatabaseId);

@@ -92,16 +92,21 @@ extern "C" Datum shardid_next_id(PG_FUNCTION_ARGS)
     return generate(fcinfo, e.layout, e.slot, ShardFrom::argument(1));
 }
 
+// The presets' entries, looked up once per backend (they live as long).
 extern "C" Datum shardid_next_snowflake_id(PG_FUNCTION_ARGS)
 {
-    LayoutEntry& e = preset_entry(snowflake_layout);
-    return generate(fcinfo, e.layout, e.slot, ShardFrom::argument(0));
+    static LayoutEntry* e = nullptr;
+    if (e == nullptr)
+        e = &preset_entry(snowflake_layout);
+    return generate(fcinfo, e->layout, e->slot, ShardFrom::argument(0));
 }
 
 extern "C" Datum shardid_next_instagram_id(PG_FUNCTION_ARGS)
 {
-    LayoutEntry& e = preset_entry(instagram_layout);
-    return generate(fcinfo, e.layout, e.slot, ShardFrom::argument(0));
+    static LayoutEntry* e = nullptr;
+    if (e == nullptr)
+        e = &preset_entry(instagram_layout);
+    return generate(fcinfo, e->layout, e->slot, ShardFrom::argument(0));
 }
 
 extern "C" Datum shardid_id_decode(PG_FUNCTION_ARGS)

@@ -99,6 +99,10 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
         }
         if (status.error != Error::interrupted) {
             count_claim_refusal();
+            if (status.error == Error::clock_lead_exceeded)
+                count_generation_refusal(GenerationRefusal::clock_lead);
+            else if (status.error == Error::not_configured)
+                count_generation_refusal(GenerationRefusal::misconfigured);
             raise(status);
         }
         // A wait for the next tick was given up for an interrupt: serve it

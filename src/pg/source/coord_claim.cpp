@@ -71,6 +71,7 @@ void wait_for_worker(TimestampTz since, const char* message, const char* detail,
     if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
         ConditionVariableCancelSleep();
         count_claim_refusal();
+        count_generation_refusal(GenerationRefusal::waiting);
         char err[512];
         last_error(err, sizeof err);
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", message),

@@ -26,8 +26,9 @@ public:
             *status = Status::fail(Error::not_configured, "shardid.node_id is not set")
                           .with_detail("Generating %s values needs this node's id, which must differ between nodes.",
                                        fit.name)
-                          .with_hint("As a superuser, set it in postgresql.conf or run ALTER SYSTEM SET "
-                                     "shardid.node_id = <0..%llu>; then SELECT pg_reload_conf();",
+                          .with_hint("As a superuser, set it in postgresql.conf and reload, or run, one by one: "
+                                     "LOAD 'shardid'; ALTER SYSTEM SET shardid.node_id = <0..%llu>; SELECT "
+                                     "pg_reload_conf();",
                                      (unsigned long long)fit.shard_max());
             return false;
         }

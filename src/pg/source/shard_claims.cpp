@@ -274,6 +274,12 @@ void count_claim_refusal()
 
 void clear_claim_refusal() { last_refusal = -1; }
 
+void count_generation_refusal(GenerationRefusal why)
+{
+    if (shared != nullptr)
+        shared->generation_refusals[int(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
 int find_claim(uint64_t key) { return probe(key, false); }
 
 }  // namespace shardid::pg

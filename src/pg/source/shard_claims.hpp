@@ -91,6 +91,10 @@ int find_claim(uint64_t key);
 // (shardid_shard_refusals()), forgotten when the generation tries again.
 void note_claim_refusal(ClaimRefusal cause);
 void count_claim_refusal();
+
+// A generation refused for `why`, counted node-wide since the server
+// started (shardid_coordination()).
+void count_generation_refusal(GenerationRefusal why);
 void clear_claim_refusal();
 
 }  // namespace shardid::pg

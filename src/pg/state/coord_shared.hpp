@@ -61,6 +61,17 @@ struct CoordShared {
     int64_t last_ok_ms;     // wall ms of the last answer from etcd
     uint64_t requests;
     uint64_t errors;
+    // Since the server started, for a scrape that comes long after an
+    // episode (src/pg/coord/coord_worker.cpp, publish_state()): ms without a
+    // node id while a primary, episodes and ms of `expiring`, and lease
+    // renewals that came after they were due. *_since: fence-clock ms the
+    // current period began (0: none open).
+    int64_t not_held_ms;
+    int64_t not_held_since;
+    uint64_t expiring_episodes;
+    int64_t expiring_ms;
+    int64_t expiring_since;
+    uint64_t renewals_late;
 };
 
 // Zeroed memory made ready (when the shared struct is made).

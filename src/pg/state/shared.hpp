@@ -56,6 +56,13 @@ constexpr const char* claim_refusal_names[] = {"held by another node", "keys edi
 static_assert(sizeof claim_refusal_names / sizeof *claim_refusal_names == size_t(ClaimRefusal::count),
               "a name for every cause");
 
+// Why a generation of any layout was refused, counted since the server
+// started (shardid_coordination()): it waited shardid.etcd_wait for the
+// coordinator in vain (no node id held, the claim lost, the window not
+// moved), the clock ran ahead of shardid.max_clock_lead, or the node's
+// settings are not usable.
+enum class GenerationRefusal : int { waiting, clock_lead, misconfigured, count };
+
 struct Slot {
     SlotState state;  // first, so it keeps the slot's 64-byte alignment
     Shape shape;
@@ -110,6 +117,8 @@ struct Shared {
     int64_t release_token_at_start;
     // Generations refused a shard value, by cause (src/pg/source/shard_claims.hpp).
     std::atomic<uint64_t> claim_refusals[int(ClaimRefusal::count)];
+    // Generations refused, by cause (count_generation_refusal()).
+    std::atomic<uint64_t> generation_refusals[int(GenerationRefusal::count)];
     LWLock state_lock;  // see the locking rules above
     CoordShared coord;  // the node id claimed from etcd (src/pg/state/coord_shared.hpp)
     Slot slots[max_slots];

@@ -1,5 +1,5 @@
--- The second hostile review, what one session can show (the rest is in
--- test/hostile/review2_scenarios.sh and the unit tests).
+-- Catalog caches and layout edges, what one session can show (the rest is in
+-- test/hostile/node_state_bounds.sh and the unit tests).
 -- Section 1: backend caches hold only committed catalog state. Layouts and
 -- keys are cached per backend; a definition read inside a transaction that
 -- made it and then rolled back must be forgotten at the rollback, whatever

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second hostile review's scenarios that need a real server, restarts
+# The node state's bounds, in scenarios that need a real server, restarts
 # and several databases:
 #   1. a layout name the node state once could not read back (a superuser's
 #      direct INSERT of "hourly orders"): refused when read, and the node
