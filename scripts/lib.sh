@@ -11,6 +11,11 @@ log() { printf '== %s\n' "$*" >&2; }
 # The suites' result lines, which scripts/test.sh counts.
 pass() { echo "PASS $*"; }
 fail() { echo "FAIL $*"; }
+# stop_suite MESSAGE: a FAIL line for a step the rest of the suite needs (a
+# server that did not start, a claim never made), and the suite ends there
+# instead of failing every later check for the same cause. fail() goes on:
+# checks after it do not depend on it.
+stop_suite() { fail "$* (the checks after it need it: the suite stops here)"; exit 1; }
 check() {  # NAME EXPECTED ACTUAL
     if [ "$2" = "$3" ]; then pass "$1"; else fail "$1: expected '$2', got '$3'"; fi
 }

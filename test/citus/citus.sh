@@ -58,7 +58,7 @@ for n in c w1 w2; do
         "$(q "$n" -c "SELECT node_id FROM shardid_coordination() WHERE source = 'citus' AND state = 'configured'")"
 done
 check "a TraceId made on w2 decodes to group 2" "2" "$(q w2 -c "SELECT (trace_id_decode(next_trace_id())).node_no")"
-cnode_up w3 $((base + 3)) "$src" || fail "w3 did not start"
+cnode_up w3 $((base + 3)) "$src" || stop_suite "w3 did not start"
 q w3 -c "CREATE EXTENSION shardid" >/dev/null
 err=$(q_err w3 "SELECT next_trace_id()")
 contains "a Citus node not yet in a cluster refuses to issue (55000)" "$err" "55000"
@@ -199,7 +199,7 @@ as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p $((base + 1)) -U postgres -D "$sb/
     fail "pg_basebackup of w1 failed"
 cdir_of[s1]=$sb; cport_of[s1]=$((base + 4))
 cnode_conf s1 "unix_socket_directories = '$sb'" "shardid.clock_offset_ms = -5000"
-cnode_start s1 || fail "the standby of w1 did not start"
+cnode_start s1 || stop_suite "the standby of w1 did not start"
 w1_max=$(q w1 -c "SELECT max(next_trace_id()) FROM generate_series(1, 2000)")
 lsn=$(q w1 -c "SELECT pg_current_wal_lsn()")
 for _ in $(seq 100); do
@@ -209,13 +209,13 @@ done
 err=$(q_err s1 "SELECT next_trace_id()")
 contains "a standby of w1 refuses to generate (25006)" "$err" "cannot generate shardid IDs on a standby server"
 as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[w1]}/data" stop -m immediate >/dev/null
-as_pg "$PG_BIN/pg_ctl" -D "$sb/data" promote -w >/dev/null || fail "the standby did not promote"
+as_pg "$PG_BIN/pg_ctl" -D "$sb/data" promote -w >/dev/null || stop_suite "the standby did not promote"
 s1_min=$(q s1 -c "SELECT min(next_trace_id()) FROM generate_series(1, 2000)")
 check "the promoted standby issues under w1's group id" "1" "$(q s1 -c "SELECT (trace_id_decode($s1_min)).node_no")"
 check "... above every ID w1 issued, its clock 5 s behind" "t" \
     "$([ -n "$s1_min" ] && [ -n "$w1_max" ] && [ "$s1_min" -gt "$w1_max" ] && echo t || echo "f ($s1_min <= $w1_max)")"
 as_pg "$PG_BIN/pg_ctl" -D "$sb/data" stop -m fast >/dev/null
-cnode_start w1 || fail "w1 did not start again"
+cnode_start w1 || stop_suite "w1 did not start again"
 
 # The shards a move left behind are dropped by Citus' deferred cleanup;
 # until then they use next_trace_id() too (docs/citus.md).

@@ -113,7 +113,7 @@ else
 fi
 
 # --- 2: the same explicit id twice -----------------------------------------
-node_up e1 $((base + 21)) "" "shardid.node_id = 2" || fail "e1 did not start"
+node_up e1 $((base + 21)) "" "shardid.node_id = 2" || stop_suite "e1 did not start"
 wait_state e1 refused 10 && pass "a node configured with an id another node holds is refused" ||
     fail "e1 is not refused: $(q e1 -c "SELECT state, last_error FROM shardid_coordination()")"
 err=$(q e1 -c "SELECT last_error FROM shardid_coordination()")
@@ -154,15 +154,15 @@ dups=$(sort "$work/dup-1" "$work/dup-2" | uniq -d | wc -l)
     fail "control: two nodes with the same id from settings issued no duplicate"
 
 # --- 3: a clone of a running holder ----------------------------------------
-node_up o1 $((base + 31)) "" "shardid.node_id = 7" || fail "o1 did not start"
-wait_state o1 held 10 || fail "o1 did not claim 7"
+node_up o1 $((base + 31)) "" "shardid.node_id = 7" || stop_suite "o1 did not start"
+wait_state o1 held 10 || stop_suite "o1 did not claim 7"
 q o1 -c "CREATE TABLE t (id bigint PRIMARY KEY)" \
     -c "INSERT INTO t SELECT next_snowflake_id() FROM generate_series(1, 10000)"
 clone=$(pg_tmpdir); coord_dirs+=("$clone"); dir_of[o2]=$clone; port_of[o2]=$((base + 32))
 as_pg "$PG_BIN/pg_basebackup" -h "${dir_of[o1]}" -p "${port_of[o1]}" -U postgres -D "$clone/data" -X stream >/dev/null 2>&1 ||
     fail "pg_basebackup failed"
 echo "unix_socket_directories = '$clone'" | as_pg tee -a "$clone/data/postgresql.conf" >/dev/null
-node_start o2 || fail "the clone did not start"
+node_start o2 || stop_suite "the clone did not start"
 wait_state o2 refused 10 && pass "a clone of a running holder, started as a primary, is refused" ||
     fail "the clone is not refused: $(q o2 -c "SELECT state, node_id, last_error FROM shardid_coordination()")"
 check "the clone generates nothing while the original holds id 7" "55000: this node holds no node id from etcd" \
@@ -220,9 +220,9 @@ takeover h1 f2 $((base + 43)) yes "-60s"
 python3 test/coord/proxy.py 23895 tcp $ETCD_PORT & proxy=$!; coord_pids+=("$proxy")
 wait_port 23895 || fail "the proxy to etcd did not listen"
 ETCD_URLS_SAVED=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23895"
-node_up p1 $((base + 51)) "" "shardid.node_id = 9" || fail "p1 did not start"
+node_up p1 $((base + 51)) "" "shardid.node_id = 9" || stop_suite "p1 did not start"
 ETCD_URLS=$ETCD_URLS_SAVED
-wait_state p1 held 10 || fail "p1 did not claim 9 through the proxy"
+wait_state p1 held 10 || stop_suite "p1 did not claim 9 through the proxy"
 # Besides snowflake IDs, a layout with one-minute ticks: the mark's window
 # (2 s ahead) cannot stop those within the minute, only the fence can.
 q p1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)" -c "CREATE TABLE tc (id bigint PRIMARY KEY, at timestamptz)" \
@@ -235,7 +235,7 @@ q p1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)" -c "CREATE TABL
 wait_rows p1 t 4000 10 && wait_rows p1 tc 200 10 || fail "the load on p1 issued no IDs"
 cut_at=$(date +%s%3N)
 kill "$proxy"
-node_up p2 $((base + 52)) "" "shardid.node_id = 9" || fail "p2 did not start"
+node_up p2 $((base + 52)) "" "shardid.node_id = 9" || stop_suite "p2 did not start"
 wait_state p2 held 15 || fail "p2 did not take id 9 after the partition"
 wait $load
 p2_claimed=$(q p2 -c "SELECT (extract(epoch FROM claimed_at) * 1000)::bigint FROM shardid_coordination()")
@@ -263,9 +263,9 @@ members="m1=http://127.0.0.1:23961,m2=http://127.0.0.1:23962,m3=http://127.0.0.1
 for m in 1 2 3; do etcd_start "m$m" $((23950 + m)) $((23960 + m)) "$members"; done
 for m in 1 2 3; do etcd_wait_up $((23950 + m)) || fail "etcd member m$m did not start"; done
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23951,http://127.0.0.1:23952,http://127.0.0.1:23953"; PREFIX=/s6
-node_up r1 $((base + 61)) "" "shardid.etcd_lease_ttl = 5s" "shardid.etcd_wait = 10s" || fail "r1 did not start"
+node_up r1 $((base + 61)) "" "shardid.etcd_lease_ttl = 5s" "shardid.etcd_wait = 10s" || stop_suite "r1 did not start"
 ETCD_URLS=$saved; PREFIX=/s1
-wait_state r1 held 10 || fail "r1 did not claim through the three-member cluster"
+wait_state r1 held 10 || stop_suite "r1 did not claim through the three-member cluster"
 q r1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)"
 ( end=$((SECONDS + 10)); while [ $SECONDS -lt $end ]; do
     q r1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 500)" >/dev/null 2>&1
@@ -288,7 +288,7 @@ check "the node still holds its id after the leader election" "held" "$(q r1 -c 
 
 # --- 8: etcd down at start; wrong credentials ------------------------------
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23897"; PREFIX=/s8
-node_up s1 $((base + 81)) "" "shardid.etcd_wait = 1s" || fail "s1 did not start with etcd down"
+node_up s1 $((base + 81)) "" "shardid.etcd_wait = 1s" || stop_suite "s1 did not start with etcd down"
 ETCD_URLS=$saved; PREFIX=/s1
 check "etcd down: decoders and reads work" "2026-01-01 00:00:00+00" \
     "$(q s1 -c "SET timezone = UTC; SELECT snowflake_timestamp(snowflake_min_id('2026-01-01 00:00:00+00'))")"
@@ -299,16 +299,16 @@ case $(q s1 -c "SELECT last_error FROM shardid_coordination()") in
 *) fail "etcd down: last_error is '$(q s1 -c "SELECT last_error FROM shardid_coordination()")'" ;;
 esac
 etcd_start late 23897 23997
-etcd_wait_up 23897 || fail "the late etcd did not start"
-wait_state s1 held 10 && pass "the node claims as soon as etcd is up" || fail "s1 did not claim after etcd came up"
+etcd_wait_up 23897 || stop_suite "the late etcd did not start"
+wait_state s1 held 10 && pass "the node claims as soon as etcd is up" || stop_suite "s1 did not claim after etcd came up"
 check "and generates" "ok" "$(q_err s1 "SELECT next_trace_id()")"
 # Authentication on the late etcd: a root user, auth on.
 etcdctl --endpoints=http://127.0.0.1:23897 user add root:rootpw >/dev/null 2>&1
 etcdctl --endpoints=http://127.0.0.1:23897 auth enable >/dev/null 2>&1
 echo wrongpw >"$work/badpw"; echo rootpw >"$work/goodpw"; chmod 644 "$work/badpw" "$work/goodpw"
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23897"; PREFIX=/s8
-node_up s2 $((base + 82)) "" "shardid.etcd_user = 'root'" "shardid.etcd_password_file = '$work/badpw'" || fail "s2 did not start"
-node_up s3 $((base + 83)) "" "shardid.etcd_user = 'root'" "shardid.etcd_password_file = '$work/goodpw'" || fail "s3 did not start"
+node_up s2 $((base + 82)) "" "shardid.etcd_user = 'root'" "shardid.etcd_password_file = '$work/badpw'" || stop_suite "s2 did not start"
+node_up s3 $((base + 83)) "" "shardid.etcd_user = 'root'" "shardid.etcd_password_file = '$work/goodpw'" || stop_suite "s3 did not start"
 ETCD_URLS=$saved; PREFIX=/s1
 wait_state s2 unauthorized 10 && pass "wrong credentials: the state says \"unauthorized\"" ||
     fail "wrong credentials: state $(q s2 -c "SELECT state, last_error FROM shardid_coordination()")"
@@ -318,13 +318,13 @@ case $(q s2 -c "SELECT last_error FROM shardid_coordination()") in
 esac
 grep -q 'shardid coordinator: could not get a lease: authentication as "root" failed' "${dir_of[s2]}/server.log" &&
     pass "wrong credentials: the same error in the server log" || fail "wrong credentials: nothing in the log"
-wait_state s3 held 10 && pass "control: the right password claims an id" || fail "the right password did not claim"
+wait_state s3 held 10 && pass "control: the right password claims an id" || stop_suite "the right password did not claim"
 
 # --- 9: bad input from outside ----------------------------------------------
 # A malformed endpoint is kept as given (never replaced by a default) and
 # refused by the coordinator, in the log and in shardid_coordination().
 saved=$ETCD_URLS; ETCD_URLS="127.0.0.1:2379"
-node_up bad $((base + 90)) "" "shardid.etcd_wait = 1s" || fail "a node with a malformed endpoint did not start"
+node_up bad $((base + 90)) "" "shardid.etcd_wait = 1s" || stop_suite "a node with a malformed endpoint did not start"
 ETCD_URLS=$saved
 wait_state bad misconfigured 10 || fail "the node with a malformed endpoint is not misconfigured"
 grep -q 'shardid coordinator: shardid.etcd_endpoints is not usable: "127.0.0.1:2379" is not an http:// or https:// URL' \
@@ -340,7 +340,7 @@ check "a malformed endpoint setting: generation fails with 55000" "55000: the et
 # node_id '7x' would otherwise claim the lowest free id, node_id_source
 # 'etdc' would issue under shardid.node_id = 5 with no claim at all, and
 # cluster_id 'x3' eight-byte IDs under cluster 0.
-node_up tx $((base + 96)) "" "shardid.node_id = '7x'" || fail "a node with node_id '7x' did not start"
+node_up tx $((base + 96)) "" "shardid.node_id = '7x'" || stop_suite "a node with node_id '7x' did not start"
 wait_state tx misconfigured 10 || fail "node_id '7x': state $(q tx -c "SELECT state FROM shardid_coordination()")"
 sleep 1  # what the worker would claim, it would have claimed by now
 check "a malformed shardid.node_id in etcd mode: misconfigured, naming the value, nothing claimed" \
@@ -367,7 +367,7 @@ for mode in html truncated; do
     python3 test/coord/proxy.py $port $mode & coord_pids+=($!)
     sleep 0.3
     saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$port"
-    node_up "b$mode" $((base + 91 + ${#mode})) "" "shardid.etcd_wait = 1s" || fail "b$mode did not start"
+    node_up "b$mode" $((base + 91 + ${#mode})) "" "shardid.etcd_wait = 1s" || stop_suite "b$mode did not start"
     ETCD_URLS=$saved
     for _ in $(seq 1 100); do
         err=$(q "b$mode" -c "SELECT last_error FROM shardid_coordination()")
@@ -382,7 +382,7 @@ for mode in html truncated; do
         "55000: this node holds no node id from etcd" "$(q_err "b$mode" "SELECT next_snowflake_id()")"
 done
 ectl put "$PREFIX/mark/30" banana >/dev/null
-node_up k1 $((base + 95)) "" "shardid.node_id = 30" "shardid.max_clock_lead = 120s" || fail "k1 did not start"
+node_up k1 $((base + 95)) "" "shardid.node_id = 30" "shardid.max_clock_lead = 120s" || stop_suite "k1 did not start"
 wait_state k1 refused 10 || fail "a nonsense mark: k1 is not refused: $(q k1 -c "SELECT state FROM shardid_coordination()")"
 case $(q k1 -c "SELECT last_error FROM shardid_coordination()") in
 *"the key \"$PREFIX/mark/30\" holds \"banana\""*) pass "a mark edited to nonsense: refused, naming the key" ;;
@@ -407,7 +407,7 @@ for _ in $(seq 1 150); do  # until it holds id 30 under a new lease
     [ "$(q k1 -c "SELECT state = 'held' AND lease_id <> '$lease' FROM shardid_coordination()")" = t ] && break
     sleep 0.1
 done
-[ "$(q k1 -c "SELECT lease_id <> '$lease' FROM shardid_coordination()")" = t ] || fail "k1 did not claim 30 again"
+[ "$(q k1 -c "SELECT lease_id <> '$lease' FROM shardid_coordination()")" = t ] || stop_suite "k1 did not claim 30 again"
 mark_now=$(ectl get --print-value-only "$PREFIX/mark/30" | cut -d" " -f1)
 [ "$mark_now" -ge "$seen" ] 2>/dev/null && pass "a mark lowered by hand: the node records a mark above the one it saw" ||
     fail "a lowered mark: the node recorded $mark_now, below the $seen it saw"

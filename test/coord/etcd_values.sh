@@ -42,7 +42,7 @@ last_error() { q "$1" -c "SELECT last_error FROM shardid_coordination()"; }
 PREFIX=/v1
 if section 1; then
 node_up c1 $((base + 1)) "" || { fail "c1 did not start"; exit 1; }
-wait_state c1 held 10 || fail "c1 did not claim"
+wait_state c1 held 10 || stop_suite "c1 did not claim"
 ectl put "$PREFIX/counter/generator" 9223372036854775807 >/dev/null
 check "a counter at 2^63-1: no DecimalId generator id is taken" \
     "55000: no DecimalId generator id could be taken from etcd" "$(q_err c1 "SELECT next_decimal_id()")"
@@ -68,8 +68,8 @@ cluster_stop "${dir_of[c1]}" fast
 node_start c1 && wait_state c1 held 10 || fail "c1 did not come back"
 check "after the fix and a restart, generator ids are taken (no lasting refusal)" ok \
     "$(q_err c1 "SELECT decimal_id_new_generator()")"
-node_up c2 $((base + 2)) "" || fail "c2 did not start"
-wait_state c2 held 10 || fail "c2 did not claim"
+node_up c2 $((base + 2)) "" || stop_suite "c2 did not start"
+wait_state c2 held 10 || stop_suite "c2 did not claim"
 check "a fresh node takes generator ids too" ok "$(q_err c2 "SELECT next_decimal_id()")"
 left=$(ectl get --print-value-only "$PREFIX/counter/generator")
 [ "${left:-99999}" -lt 1000 ] && pass "the counter stays low ($left): no floor of 99999 came back" ||
@@ -82,7 +82,7 @@ if section 2; then
 for m in 4102444800000 9223372036854775807; do
     ectl put "$PREFIX/mark/40" $m >/dev/null
     n=m$((${#m} % 10))
-    node_up $n $((base + 10 + ${#m} % 10)) "" "shardid.node_id = 40" || fail "$n did not start"
+    node_up $n $((base + 10 + ${#m} % 10)) "" "shardid.node_id = 40" || stop_suite "$n did not start"
     wait_state $n refused 10 && pass "a mark of $m: the node is \"refused\"" ||
         fail "a mark of $m: state $(q $n -c "SELECT state FROM shardid_coordination()" 2>&1)"
     err=$(last_error $n 2>&1)
@@ -90,7 +90,7 @@ for m in 4102444800000 9223372036854775807; do
     contains "a mark of $m: ... and why" "$err" "ahead of this node's clock"
     check "a mark of $m: no ID" "55000: this node holds no node id from etcd" "$(q_err $n "SELECT next_snowflake_id()")"
     ectl del "$PREFIX/mark/40" >/dev/null
-    wait_state $n held 10 && pass "a mark of $m deleted: the node takes the id by itself" || fail "$n did not claim after the fix"
+    wait_state $n held 10 && pass "a mark of $m deleted: the node takes the id by itself" || stop_suite "$n did not claim after the fix"
     check "... and issues" ok "$(q_err $n "SELECT next_snowflake_id()")"
     cluster_stop "${dir_of[$n]}" fast
     released=$(ectl get --print-value-only "$PREFIX/mark/40" | cut -d' ' -f1)
@@ -105,9 +105,9 @@ if section 3; then
 GW=$((base + 20))
 python3 test/coord/proxy.py $GW grant "$ETCD_PORT" 3600 & proxies+=($!)
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$GW"
-node_up g1 $((base + 21)) "" || fail "g1 did not start"
+node_up g1 $((base + 21)) "" || stop_suite "g1 did not start"
 ETCD_URLS=$saved
-wait_state g1 held 10 || fail "g1 did not claim through the gateway"
+wait_state g1 held 10 || stop_suite "g1 did not claim through the gateway"
 check "etcd 'granted' 3600 s for 3 s asked: the lease shows 3 s" 3 "$(q g1 -c "SELECT lease_ttl FROM shardid_coordination()")"
 ahead=$(q g1 -c "SELECT extract(epoch FROM issuing_until - now())::int FROM shardid_coordination()")
 [ "${ahead:-99}" -le 3 ] && pass "... and the fence is within 3 s ($ahead s)" || fail "the fence is $ahead s ahead"
@@ -120,8 +120,8 @@ fi
 
 # --- 4: a node key without a lease naming this node ------------------------------
 if section 4; then
-node_up k1 $((base + 31)) "" "shardid.node_id = 41" || fail "k1 did not start"
-wait_state k1 held 10 || fail "k1 did not claim 41"
+node_up k1 $((base + 31)) "" "shardid.node_id = 41" || stop_suite "k1 did not start"
+wait_state k1 held 10 || stop_suite "k1 did not claim 41"
 value=$(ectl get --print-value-only "$PREFIX/node/41")
 cluster_stop "${dir_of[k1]}" fast
 ectl put "$PREFIX/node/41" "$value" >/dev/null  # the same holder record, without a lease
@@ -156,8 +156,8 @@ fi
 # above it: its restart resumes above that mark's minute, as it should,
 # shards.sh section 7). This one's lives never take over anything.
 if section 6; then
-node_up r1 $((base + 33)) "" "shardid.node_id = 43" || fail "r1 did not start"
-wait_state r1 held 10 || fail "r1 did not claim 43"
+node_up r1 $((base + 33)) "" "shardid.node_id = 43" || stop_suite "r1 did not start"
+wait_state r1 held 10 || stop_suite "r1 did not claim 43"
 q r1 -c "SELECT create_layout('per_minute', '2024-01-01', '1 minute', 30, 10, 23)" >/dev/null
 q r1 -c "SELECT next_id('per_minute')" >/dev/null
 cluster_stop "${dir_of[r1]}" fast
@@ -177,11 +177,11 @@ cluster_stop "${dir_of[r1]}" fast
 copy=$(pg_tmpdir); coord_dirs+=("$copy"); dir_of[r2]=$copy; port_of[r2]=$((base + 34))
 as_pg cp -a "${dir_of[r1]}/data" "$copy/data"
 echo "unix_socket_directories = '$copy'" | as_pg tee -a "$copy/data/postgresql.conf" >/dev/null
-node_start r1 && wait_state r1 held 10 || fail "the first copy did not claim"
+node_start r1 && wait_state r1 held 10 || stop_suite "the first copy did not claim"
 q r1 -c "SELECT next_id('per_minute')" >/dev/null
 kill9 r1
-node_start r2 || fail "the second copy did not start"
-wait_state r2 held 20 || fail "the second copy did not claim"
+node_start r2 || stop_suite "the second copy did not start"
+wait_state r2 held 20 || stop_suite "the second copy did not claim"
 line=$(grep "issuing IDs with node id 43" "$copy/server.log" | tail -1)
 lacks "the second copy of one stopped directory raises (its token is no longer etcd's)" "$line" "its own mark"
 fi
@@ -195,7 +195,7 @@ contains "... telling to use etcd_user and etcd_password_file" "$(last_error s1)
 lacks "... without the password in last_error" "$(last_error s1)" "s3cret"
 lacks "... nor in the server log" "$(log_of s1)" "s3cret"
 node_up s2 $((base + 42)) "" "shardid.etcd_user = 'shardid_node'" \
-    "shardid.etcd_password_file = '/nonexistent/secret-dir/etcd-password'" || fail "s2 did not start"
+    "shardid.etcd_password_file = '/nonexistent/secret-dir/etcd-password'" || stop_suite "s2 did not start"
 wait_state s2 misconfigured 10 || fail "s2 is not misconfigured"
 q s2 -c "CREATE ROLE plain LOGIN"
 err=$(psql -X -h "${dir_of[s2]}" -p "${port_of[s2]}" -U plain -d postgres -At -v VERBOSITY=verbose -c "SELECT next_snowflake_id()" 2>&1)
@@ -219,7 +219,7 @@ for i in 1 2 3; do
     python3 test/coord/proxy.py $((base + 50 + i)) hang & proxies+=($!)
     hangs+="${hangs:+,}http://127.0.0.1:$((base + 50 + i))"
 done
-node_up h1 $((base + 54)) "" "shardid.etcd_endpoints = '$hangs'" "shardid.etcd_lease_ttl = 300s" || fail "h1 did not start"
+node_up h1 $((base + 54)) "" "shardid.etcd_endpoints = '$hangs'" "shardid.etcd_lease_ttl = 300s" || stop_suite "h1 did not start"
 sleep 1  # the coordinator is inside a request that never ends
 t0=$(date +%s%3N)
 cluster_stop "${dir_of[h1]}" fast
@@ -237,7 +237,7 @@ cluster_init "$d" "shared_preload_libraries = 'shardid'" "shardid.node_id_source
     "shardid.etcd_wait = 2s" "shardid.node_id = -1" || fail "p1: initdb"
 as_pg env http_proxy="http://127.0.0.1:$((base + 51))" HTTP_PROXY="http://127.0.0.1:$((base + 51))" \
     ALL_PROXY="http://127.0.0.1:$((base + 51))" "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" \
-    -o "-p $((base + 61))" -w -t 60 start >/dev/null 2>&1 || fail "p1 did not start"
+    -o "-p $((base + 61))" -w -t 60 start >/dev/null 2>&1 || stop_suite "p1 did not start"
 q p1 -c "CREATE EXTENSION shardid"
 wait_state p1 held 10 && pass "http_proxy and ALL_PROXY (a black hole) in the environment: etcd is reached directly" ||
     fail "with a proxy in the environment: $(last_error p1)"
@@ -254,9 +254,9 @@ fi
 # --- 10: etcd revokes a holder's lease early ---------------------------------------
 if section 10; then
 PREFIX=/v10
-node_up a1 $((base + 71)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s" || fail "a1 did not start"
-wait_state a1 held 10 || fail "a1 did not claim 7"
-node_up b1 $((base + 72)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s" || fail "b1 did not start"
+node_up a1 $((base + 71)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s" || stop_suite "a1 did not start"
+wait_state a1 held 10 || stop_suite "a1 did not claim 7"
+node_up b1 $((base + 72)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s" || stop_suite "b1 did not start"
 wait_state b1 refused 10 || fail "b1 is not refused while a1 holds 7"
 loop="DO \$\$ DECLARE stop timestamptz := clock_timestamp() + interval '14 s'; BEGIN
   WHILE clock_timestamp() < stop LOOP

@@ -45,7 +45,7 @@ new_table() { q "$1" -c "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT next_snow
 
 # --- 1: an outage shorter than the fence -------------------------------------
 node_up u1 $((base + 1)) "" "${TTL10[@]}" || { fail "u1 did not start"; exit 1; }
-wait_state u1 held 15 || fail "u1 did not claim an id"
+wait_state u1 held 15 || stop_suite "u1 did not claim an id"
 new_table u1
 states u1 6 "$work/states0" & watcher=$!  # the same polling as during the outage
 calm=$(load u1 6 "$work/calm.tsv")
@@ -139,7 +139,7 @@ echo "# outage past the fence: fence at +0, last ID at $((last_before - fence_at
     fail "an outage past the fence: the last ID came $((last_before - fence_at)) ms from issuing_until"
 [ -n "$first_after" ] && pass "and resumed $((first_after - resumed_at)) ms after etcd came back" || fail "no ID after etcd came back"
 # --- 2b: the same node wins its id back: its own mark, no wait -----------------
-wait_state u1 held 20 || fail "u1 did not claim its id again"
+wait_state u1 held 20 || stop_suite "u1 did not claim its id again"
 not_held1=$(q u1 -c "SELECT not_held_seconds FROM shardid_coordination()")
 gap=$(( (resumed_at - fence_at) / 1000 ))
 awk -v a="$not_held0" -v b="$not_held1" -v g="$gap" 'BEGIN { exit !(b - a >= g - 0.5 && b - a <= g + 5) }' &&
@@ -165,9 +165,9 @@ members="m1=http://127.0.0.1:24211,m2=http://127.0.0.1:24212,m3=http://127.0.0.1
 for m in 1 2 3; do etcd_start "m$m" $((24110 + m)) $((24210 + m)) "$members"; done
 for m in 1 2 3; do etcd_wait_up $((24110 + m)) || fail "etcd member m$m did not start"; done
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:24111,http://127.0.0.1:24112,http://127.0.0.1:24113"; PREFIX=/o3
-node_up r1 $((base + 3)) "" "${TTL10[@]}" || fail "r1 did not start"
+node_up r1 $((base + 3)) "" "${TTL10[@]}" || stop_suite "r1 did not start"
 ETCD_URLS=$saved; PREFIX=/o1
-wait_state r1 held 15 || fail "r1 did not claim through the three-member cluster"
+wait_state r1 held 15 || stop_suite "r1 did not claim through the three-member cluster"
 new_table r1
 (
     sleep 3
@@ -186,7 +186,7 @@ echo "# figure: inserts while the etcd leader dies (three members, TTL 10 s): p5
 # --- 4: settings that are not usable ------------------------------------------
 ETCD_FRESH=24131
 etcd_start fresh $ETCD_FRESH 24231
-etcd_wait_up $ETCD_FRESH || fail "the fresh etcd did not start"
+etcd_wait_up $ETCD_FRESH || stop_suite "the fresh etcd did not start"
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$ETCD_FRESH"
 misconf() {  # NAME PORT EXPECTED_ERROR_PART CONFIG LINES
     local started shown=${4//$'\n'/, }
@@ -218,8 +218,8 @@ check "misconfigured nodes wrote no key anywhere" "0" \
 # --- 5: states -----------------------------------------------------------------
 # A node with an explicit id (with node_id = -1 a restarted node simply
 # claims another free id).
-node_up w1 $((base + 5)) "" "shardid.node_id = 40" "${TTL10[@]}" || fail "w1 did not start"
-wait_state w1 held 15 || fail "w1 did not claim 40"
+node_up w1 $((base + 5)) "" "shardid.node_id = 40" "${TTL10[@]}" || stop_suite "w1 did not start"
+wait_state w1 held 15 || stop_suite "w1 did not claim 40"
 pm=$(head -1 "${dir_of[w1]}/data/postmaster.pid")
 kill9 w1
 # A postmaster killed here may stay a zombie (no init reaps it in a
@@ -230,12 +230,12 @@ for _ in $(seq 1 50); do st=$(ps -o stat= -p "$pm" 2>/dev/null); [ -z "$st" ] ||
 node_start w1 || fail "w1 did not restart"
 wait_state w1 waiting 5 && pass "after kill -9 and a fast restart: \"waiting\" for its own old lease, not refused by itself" ||
     fail "after kill -9: state $(q w1 -c "SELECT state, last_error FROM shardid_coordination()")"
-wait_state w1 held 20 && pass "then \"held\" once etcd expired the old lease" || fail "w1 did not claim 40 again"
+wait_state w1 held 20 && pass "then \"held\" once etcd expired the old lease" || stop_suite "w1 did not claim 40 again"
 sb=$(pg_tmpdir); coord_dirs+=("$sb"); dir_of[sb]=$sb; port_of[sb]=$((base + 51))
 as_pg "$PG_BIN/pg_basebackup" -h "${dir_of[u1]}" -p "${port_of[u1]}" -U postgres -D "$sb/data" -X stream -R >/dev/null 2>&1 ||
     fail "pg_basebackup failed"
 echo "unix_socket_directories = '$sb'" | as_pg tee -a "$sb/data/postgresql.conf" >/dev/null
-node_start sb || fail "the standby did not start"
+node_start sb || stop_suite "the standby did not start"
 wait_state sb standby 10 && pass "a streaming standby: \"standby\"" || fail "the standby's state: $(q sb -c "SELECT state FROM shardid_coordination()")"
 plain=$(pg_tmpdir); coord_dirs+=("$plain"); dir_of[plain]=$plain; port_of[plain]=$((base + 52))
 cluster_init "$plain" "shared_preload_libraries = 'shardid'" && node_start plain && q plain -c "CREATE EXTENSION shardid"
@@ -244,8 +244,8 @@ check "node ids from settings, none set: \"unset\"" "setting|unset" "$(q plain -
 # --- 6: a counter key edited to nonsense ---------------------------------------
 PREFIX=/o6
 ectl put "$PREFIX/counter/generator" banana >/dev/null
-node_up c1 $((base + 61)) "" "shardid.etcd_wait = 2s" || fail "c1 did not start"
-wait_state c1 held 10 || fail "c1 did not claim"
+node_up c1 $((base + 61)) "" "shardid.etcd_wait = 2s" || stop_suite "c1 did not start"
+wait_state c1 held 10 || stop_suite "c1 did not claim"
 check "a counter key edited to nonsense: no generator id is taken" "55000: no DecimalId generator id could be taken from etcd" \
     "$(q_err c1 "SELECT next_decimal_id()")"
 wait_state c1 refused 5 && case $(q c1 -c "SELECT last_error FROM shardid_coordination()") in
@@ -255,7 +255,7 @@ esac || fail "a nonsense counter key: state $(q c1 -c "SELECT state, last_error 
 ectl put "$PREFIX/counter/generator" 0 >/dev/null
 check "once the key is fixed, generator ids are taken again" "ok" "$(q_err c1 "SELECT next_decimal_id()")"
 ectl put "$PREFIX/node/41" banana >/dev/null
-node_up c2 $((base + 62)) "" "shardid.node_id = 41" || fail "c2 did not start"
+node_up c2 $((base + 62)) "" "shardid.node_id = 41" || stop_suite "c2 did not start"
 wait_state c2 refused 10 && case $(q c2 -c "SELECT last_error FROM shardid_coordination()") in
 *"the key \"$PREFIX/node/41\" holds \"banana\", which shardid never writes"*) pass "a node key edited to nonsense: \"refused\", naming the key" ;;
 *) fail "a nonsense node key: $(q c2 -c "SELECT last_error FROM shardid_coordination()")" ;;
@@ -277,25 +277,25 @@ echo "# while held the mark led the clock by $((mark_held - stopped)) ms; after 
 # --- 7: etcd loses its data -----------------------------------------------------
 ETCD_LOST=24141
 etcd_start lost $ETCD_LOST 24241
-etcd_wait_up $ETCD_LOST || fail "etcd 'lost' did not start"
+etcd_wait_up $ETCD_LOST || stop_suite "etcd 'lost' did not start"
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$ETCD_LOST"; PREFIX=/o7
-node_up a1 $((base + 71)) "" "shardid.launch_id = 5" || fail "a1 did not start"
-wait_state a1 held 10 || fail "a1 did not claim"
+node_up a1 $((base + 71)) "" "shardid.launch_id = 5" || stop_suite "a1 did not start"
+wait_state a1 held 10 || stop_suite "a1 did not claim"
 a_gen=$(q a1 -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id")
 a_id=$(held_id a1)
 mark_before=$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/mark/$a_id" | cut -d" " -f1)
 kill -9 "${etcd_pid_of[lost]}"; wait "${etcd_pid_of[lost]}" 2>/dev/null
 rm -rf "$work/etcd-lost"
 etcd_start lost $ETCD_LOST 24241
-etcd_wait_up $ETCD_LOST || fail "the empty etcd did not start"
+etcd_wait_up $ETCD_LOST || stop_suite "the empty etcd did not start"
 for _ in $(seq 1 200); do
     [ "$(etcdctl --endpoints="$ETCD_URLS" get --print-value-only "$PREFIX/counter/generator")" = "$a_gen" ] && break
     sleep 0.1
 done
-wait_state a1 held 20 || fail "a1 did not claim again on the empty etcd"
-node_up b1 $((base + 72)) "" "shardid.launch_id = 5" || fail "b1 did not start"
+wait_state a1 held 20 || stop_suite "a1 did not claim again on the empty etcd"
+node_up b1 $((base + 72)) "" "shardid.launch_id = 5" || stop_suite "b1 did not start"
 ETCD_URLS=$saved; PREFIX=/o1
-wait_state b1 held 10 || fail "b1 did not claim"
+wait_state b1 held 10 || stop_suite "b1 did not claim"
 b_gen=$(q b1 -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id")
 [ -n "$b_gen" ] && [ "$b_gen" != "$a_gen" ] &&
     pass "etcd lost its data: the live node raised the counter to its floor; a new node got generator id $b_gen, not the live node's $a_gen" ||

@@ -130,7 +130,7 @@ switch_to_etcd() {  # NAME: the procedure's step 2, the node keeping its id
     as_pg "$PG_BIN/pg_ctl" -D "${dir_of[$1]}/data" -m fast -w stop >/dev/null 2>&1
     node_start "$1" && wait_state "$1" held 30
 }
-settings_node m1 56651 1 && settings_node m2 56652 2 || fail "migration: the settings nodes did not start"
+settings_node m1 56651 1 && settings_node m2 56652 2 || stop_suite "migration: the settings nodes did not start"
 gen m1; gen m2
 # Step 1: every new etcd node claims above the ids in use.
 node_up m3 56653 "" "shardid.etcd_node_id_min = 3" && wait_state m3 held 30
@@ -156,6 +156,6 @@ check "migration: each switched node's IDs rise across its switch, in the order 
 # Control: without the reservation, a node with -1 claims an id that a node
 # still on settings uses.
 PREFIX=/fleet-control
-settings_node c1 56661 0 || fail "control: the settings node did not start"
+settings_node c1 56661 0 || stop_suite "control: the settings node did not start"
 node_up c2 56662 "" && wait_state c2 held 30
 check "control: without the reservation, a new node claims id 0, which a settings node uses" 0 "$(held_id c2)"

@@ -41,7 +41,7 @@ want() { [[ "$sections" == *" $1 "* ]]; }
 if want 1; then
     node_up a $((base + 1)) "" "shardid.node_id = 0" || { fail "node a did not start"; exit 1; }
     node_up b $((base + 2)) "" "shardid.node_id = 1" "shardid.max_shard_claims = 16" || { fail "node b did not start"; exit 1; }
-    wait_state a held 10 && wait_state b held 10 || fail "the nodes did not claim their ids"
+    wait_state a held 10 && wait_state b held 10 || stop_suite "the nodes did not claim their ids"
     for n in a b; do q $n -c "CREATE TABLE t (id bigint)"; done
     # Both at once, as in the report: node a with its own id 0, node b with
     # shard 0 given explicitly.
@@ -116,9 +116,9 @@ fi
 # --- 2: given back when idle or by hand; the next holder issues above --------
 if want 2; then
     PREFIX=/sh2
-    node_up c $((base + 3)) "" "shardid.node_id = 3" "shardid.shard_idle_release = 1s" || fail "node c did not start"
-    node_up d $((base + 4)) "" "shardid.node_id = 4" "shardid.clock_offset_ms = -6000" || fail "node d did not start"
-    wait_state c held 10 && wait_state d held 10 || fail "the nodes did not claim their ids"
+    node_up c $((base + 3)) "" "shardid.node_id = 3" "shardid.shard_idle_release = 1s" || stop_suite "node c did not start"
+    node_up d $((base + 4)) "" "shardid.node_id = 4" "shardid.clock_offset_ms = -6000" || stop_suite "node d did not start"
+    wait_state c held 10 && wait_state d held 10 || stop_suite "the nodes did not claim their ids"
     for n in c d; do q $n -c "CREATE TABLE t (id bigint PRIMARY KEY)"; done
     c_max=$(q c -c "INSERT INTO t SELECT next_snowflake_id(5) FROM generate_series(1, 50000); SELECT max(id) FROM t")
     check "node c holds shard 5" "held" "$(q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
@@ -152,8 +152,8 @@ fi
 # --- 3: a restored backup where its crashed original ran ---------------------
 if want 3; then
     PREFIX=/sh3
-    node_up e $((base + 5)) "" || fail "node e did not start"
-    wait_state e held 10 || fail "node e did not claim an id"
+    node_up e $((base + 5)) "" || stop_suite "node e did not start"
+    wait_state e held 10 || stop_suite "node e did not claim an id"
     q e -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
     backup=$(pg_tmpdir); coord_dirs+=("$backup"); dir_of[f]=$backup; port_of[f]=${port_of[e]}
     as_pg "$PG_BIN/pg_basebackup" -h "${dir_of[e]}" -p "${port_of[e]}" -U postgres -D "$backup/data" -X stream >/dev/null 2>&1 ||
@@ -167,7 +167,7 @@ if want 3; then
     q e -c "COPY i TO STDOUT" >"$work/e-i"
     e_id=$(held_id e)
     kill9 e
-    node_start f || fail "the restored backup did not start"
+    node_start f || stop_suite "the restored backup did not start"
     wait_state f held 15 || fail "the restored backup claimed no id"
     check "the restored backup takes another node id at once (the crashed node's lease still holds its id)" "t" \
         "$(q f -c "SELECT node_id <> $e_id FROM shardid_coordination()")"
@@ -189,9 +189,9 @@ if want 4; then
     PREFIX=/sh4
     seconds=${HANDOVER_SECONDS:-60}
     for n in g h; do
-        node_up $n $((base + ${#n} + 6 + $([ $n = h ] && echo 1 || echo 0))) "" "shardid.etcd_wait = 5s" || fail "node $n did not start"
+        node_up $n $((base + ${#n} + 6 + $([ $n = h ] && echo 1 || echo 0))) "" "shardid.etcd_wait = 5s" || stop_suite "node $n did not start"
     done
-    wait_state g held 10 && wait_state h held 10 || fail "the nodes did not claim their ids"
+    wait_state g held 10 && wait_state h held 10 || stop_suite "the nodes did not claim their ids"
     # Each node issues as fast as it can, recording each ID with the time it
     # got it (both nodes share this machine's clock; shardid's clock is not
     # involved); a statement refused while the other node holds the shard
@@ -259,9 +259,9 @@ fi
 # --- 6: a claim whose raise did not survive a clean restart -----------------
 if want 6; then
     PREFIX=/sh6
-    node_up x $((base + 10)) "" "shardid.node_id = 20" "shardid.clock_offset_ms = 60000" || fail "node x did not start"
-    node_up y $((base + 11)) "" "shardid.node_id = 21" "shardid.max_clock_lead = 180s" || fail "node y did not start"
-    wait_state x held 10 && wait_state y held 10 || fail "the nodes did not claim their ids"
+    node_up x $((base + 10)) "" "shardid.node_id = 20" "shardid.clock_offset_ms = 60000" || stop_suite "node x did not start"
+    node_up y $((base + 11)) "" "shardid.node_id = 21" "shardid.max_clock_lead = 180s" || stop_suite "node y did not start"
+    wait_state x held 10 && wait_state y held 10 || stop_suite "the nodes did not claim their ids"
     for n in x y; do q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null; done
     x_max=$(q x -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
     kill9 x
@@ -275,8 +275,8 @@ if want 6; then
     check "node y claimed shard 5 and waits out the crashed holder's fence" "taking over" \
         "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
     cluster_stop "${dir_of[y]}" fast
-    node_start y || fail "node y did not start again"
-    wait_state y held 10 || fail "node y did not claim its id again"
+    node_start y || stop_suite "node y did not start again"
+    wait_state y held 10 || stop_suite "node y did not claim its id again"
     y_min=$(q y -c "SET shardid.etcd_wait = '10s'" -c "SELECT min(next_id('minute', 5)) FROM generate_series(1, 1000)")
     check "after the restart, its own mark: node y still issues above the crashed holder's IDs" "t" \
         "$([ -n "$y_min" ] && [ "$y_min" -gt "$x_max" ] && echo t || echo "f ($y_min <= $x_max)")"
@@ -286,18 +286,18 @@ fi
 # --- 7: a node id's raise across a clean restart before the first ID -------
 if want 7; then
     PREFIX=/sh7
-    node_up u $((base + 12)) "" "shardid.node_id = 30" "shardid.clock_offset_ms = 60000" || fail "node u did not start"
-    wait_state u held 10 || fail "node u did not claim id 30"
+    node_up u $((base + 12)) "" "shardid.node_id = 30" "shardid.clock_offset_ms = 60000" || stop_suite "node u did not start"
+    wait_state u held 10 || stop_suite "node u did not claim id 30"
     q u -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
     u_max=$(q u -c "SELECT max(next_id('minute')) FROM generate_series(1, 1000)")
     cluster_stop "${dir_of[u]}" fast
-    node_up v $((base + 13)) "" "shardid.node_id = 30" "shardid.max_clock_lead = 180s" || fail "node v did not start"
+    node_up v $((base + 13)) "" "shardid.node_id = 30" "shardid.max_clock_lead = 180s" || stop_suite "node v did not start"
     wait_state v held 10 || fail "node v did not take id 30"
     q v -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
     q v -c "SELECT next_snowflake_id()" >/dev/null   # an ID of another layout only
     cluster_stop "${dir_of[v]}" fast
-    node_start v || fail "node v did not start again"
-    wait_state v held 10 || fail "node v did not claim id 30 again"
+    node_start v || stop_suite "node v did not start again"
+    wait_state v held 10 || stop_suite "node v did not claim id 30 again"
     v_min=$(q v -c "SELECT min(next_id('minute')) FROM generate_series(1, 1000)")
     check "a node id taken over, a clean restart before the first minute ID: still above the previous holder's" "t" \
         "$([ -n "$v_min" ] && [ "$v_min" -gt "$u_max" ] && echo t || echo "f ($v_min <= $u_max)")"

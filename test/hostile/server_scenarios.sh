@@ -108,7 +108,10 @@ SELECT pg_sleep(1);
 COMMIT;
 SQL
 holder=$!
-sleep 0.5
+# The holder's transaction is open (it sleeps inside it) before the other
+# session asks for a generator.
+wait_for 5 "SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'holder' AND state = 'active' AND query LIKE 'SELECT pg_sleep(2)%'" ||
+    echo "FAIL the holder session did not start its transaction"
 PGAPPNAME=needs_generator q -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id" >"$dir/needs.out" 2>&1 &
 needs=$!
 if wait_for 5 "SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'needs_generator' AND wait_event_type = 'Lock'"; then

@@ -83,7 +83,11 @@ for _ in $(seq 50); do
 done
 [ -n "$victim" ] && kill -SEGV "$victim"
 wait "$sleeper" 2>/dev/null
-sleep 1
+# The postmaster logs the crash once it reaped the process (at most 10 s).
+for _ in $(seq 100); do
+    [ "$(crash_lines)" -gt 0 ] && break
+    sleep 0.1
+done
 if [ "$(crash_lines)" -gt 0 ]; then
     echo "PASS negative_control_a_crashed_backend_is_detected"
 else

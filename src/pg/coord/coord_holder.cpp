@@ -84,7 +84,7 @@ bool Holder::keep_lease()
     const int64_t sent = fence_clock_ms();
     if (lease_.empty()) {
         etcd::Grant g;
-        if (!client_.grant(etcd_lease_ttl_s, &g, &why)) {
+        if (!client_.grant(settings_.lease_ttl_s, &g, &why)) {
             failed("could not get a lease", why);
             return false;
         }
@@ -92,11 +92,11 @@ bool Holder::keep_lease()
         // Fenced at the TTL asked for at most: a grant of more (a broken or
         // hostile gateway) must not keep this node issuing after etcd may
         // have expired the lease.
-        const int64_t ttl_s = coord::fenced_ttl_s(etcd_lease_ttl_s, g.ttl_s);
-        if (g.ttl_s > etcd_lease_ttl_s)
+        const int64_t ttl_s = coord::fenced_ttl_s(settings_.lease_ttl_s, g.ttl_s);
+        if (g.ttl_s > settings_.lease_ttl_s)
             ereport(LOG, (errmsg("shardid coordinator: etcd granted lease %s a TTL of %lld s for %d s asked; the "
                                  "node fences with %d s",
-                                 g.id.c_str(), (long long)g.ttl_s, etcd_lease_ttl_s, etcd_lease_ttl_s)));
+                                 g.id.c_str(), (long long)g.ttl_s, settings_.lease_ttl_s, settings_.lease_ttl_s)));
         lease_ = g.id;
         lease_ttl_ms_ = ttl_s * 1000;
         fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
@@ -195,11 +195,11 @@ void Holder::claim()
             std::vector<std::pair<std::string, std::string>> held;
             for (const etcd::KeyValue& kv : kvs)
                 held.emplace_back(kv.key, kv.lease);
-            id = coord::choose_id(prefix_, held, lease_, last_id_, etcd_node_id_min, etcd_node_id_max);
+            id = coord::choose_id(prefix_, held, lease_, last_id_, settings_.node_id_min, settings_.node_id_max);
             if (id < 0) {
                 refused_ = true;
-                error(Condition::refused, "every node id from " + std::to_string(etcd_node_id_min) + " to " +
-                                              std::to_string(etcd_node_id_max) + " is held by another node");
+                error(Condition::refused, "every node id from " + std::to_string(settings_.node_id_min) + " to " +
+                                              std::to_string(settings_.node_id_max) + " is held by another node");
                 return;
             }
         }
@@ -441,8 +441,6 @@ void Holder::step()
 // against etcd, the state published, a wait; until SIGTERM.
 void Holder::run()
 {
-    prefix_ = etcd_prefix;
-    want_id_ = node_id;
     restart_token_ = uint64_t(shared->release_token.load());
     while (!ShutdownRequestPending) {
         if (ConfigReloadPending) {

@@ -13,7 +13,9 @@
 
 #include "core/coord/coord.hpp"
 #include "etcd/client.hpp"
-#include "pg/source/coord_claim.hpp"
+#include "pg/base/etcd_settings.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/coord_shared.hpp"
 
 namespace shardid::pg {
 
@@ -30,7 +32,10 @@ uint64_t new_token();
 
 class Holder {
 public:
-    explicit Holder(etcd::Config config) : client_(std::move(config)) {}
+    Holder(etcd::Config config, ClaimSettings settings)
+        : client_(std::move(config)), settings_(std::move(settings)), prefix_(settings_.prefix),
+          want_id_(settings_.want_id)
+    {}
 
     // The loop of the worker process, until it is asked to stop; then the
     // claim is released (src/pg/coord/coord_worker.cpp).
@@ -75,6 +80,7 @@ private:
     void publish_lease();
 
     etcd::Client client_;
+    ClaimSettings settings_;  // read once, at the worker's start
     std::string prefix_;
     int want_id_ = -1;  // shardid.node_id: -1 claims the lowest free id
     std::string lease_;

@@ -10,7 +10,8 @@
 #include "core/coord/coord.hpp"
 #include "pg/coord/coord_holder.hpp"
 #include "pg/base/settings.hpp"
-#include "pg/source/coord_claim.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/coord_shared.hpp"
 #include "pg/state/shared.hpp"
 
 extern "C" {

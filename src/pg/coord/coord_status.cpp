@@ -6,7 +6,8 @@ extern "C" {
 #include "utils/builtins.h"
 }
 
-#include "pg/source/coord_claim.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/coord_shared.hpp"
 #include "pg/source/node_source.hpp"
 #include "pg/base/row.hpp"
 #include "pg/base/settings.hpp"

@@ -23,7 +23,8 @@
 #include "core/coord/coord.hpp"
 #include "core/text.hpp"
 #include "etcd/client.hpp"
-#include "pg/source/coord_claim.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/coord_shared.hpp"
 #include "pg/coord/coord_holder.hpp"
 #include "pg/coord/coord_worker.hpp"
 #include "pg/base/etcd_settings.hpp"
@@ -74,7 +75,7 @@ uint32 worker_event = 0;  // the worker's wait event while misconfigured
 // Every setting the claim needs, checked as given: a value that is not
 // usable is refused, never replaced by a default (two clusters meant to be
 // apart would share ids). False with the setting, the value and what to do.
-bool usable_settings(etcd::Config* config, std::string* why)
+bool usable_settings(etcd::Config* config, ClaimSettings* claim, std::string* why)
 {
     std::string reason;
     if (refused_reason() != nullptr) {
@@ -98,17 +99,19 @@ bool usable_settings(etcd::Config* config, std::string* why)
                " is above shardid.etcd_node_id_max = " + std::to_string(etcd_node_id_max) + ": no id could be claimed";
         return false;
     }
+    *claim = ClaimSettings{prefix, node_id, etcd_lease_ttl_s, etcd_node_id_min, etcd_node_id_max};
     return etcd_client_config(config, why);
 }
 
 void worker_main()
 {
     etcd::Config config;
+    ClaimSettings claim;
     std::string why;
     try {
         CoordShared& c = coord_shared();
         bool logged = false;
-        while (!usable_settings(&config, &why)) {
+        while (!usable_settings(&config, &claim, &why)) {
             SpinLockAcquire(&c.mutex);
             strlcpy(c.last_error, why.c_str(), sizeof c.last_error);
             strlcpy(c.state, "misconfigured", sizeof c.state);
@@ -141,7 +144,7 @@ void worker_main()
                 }
         // A request in flight is abandoned when the stop comes.
         config.stop = &stop_requested;
-        Holder holder(std::move(config));
+        Holder holder(std::move(config), std::move(claim));
         holder.run();
     } catch (const std::exception& e) {
         ereport(LOG, (errmsg("shardid coordinator: unexpected failure: %s", e.what())));

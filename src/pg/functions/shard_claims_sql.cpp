@@ -11,7 +11,8 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "pg/source/coord_claim.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/coord_shared.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/generate/layouts.hpp"
 #include "pg/base/row.hpp"

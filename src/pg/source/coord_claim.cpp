@@ -20,20 +20,6 @@ extern "C" {
 
 namespace shardid::pg {
 
-CoordShared& coord_shared() { return shared->coord; }
-
-void coord_init(CoordShared& c)
-{
-    c.held.store(-1);
-    c.generation.store(1);
-    c.need_ms.store(-1);
-    for (auto& r : c.counter_ready)
-        r.store(-1);
-    ConditionVariableInit(&c.changed);
-    SpinLockInit(&c.mutex);
-    strlcpy(c.state, "starting", sizeof c.state);
-}
-
 namespace {
 
 void wake_worker()

@@ -10,9 +10,6 @@
 
 namespace shardid::pg {
 
-// The claim's part of the attached shared struct.
-CoordShared& coord_shared();
-
 // The fingerprint of the cluster's call-number key as etcd holds it now (0:
 // none recorded), after recording `set` first when it is not 0 (-1 clears
 // it); through the worker, waiting at most shardid.etcd_wait (then 55000).

@@ -117,7 +117,9 @@ bool declared_shard(uint64_t shard, Status* status)
     return false;
 }
 
-const NodeIdSource& node_id_source()
+namespace {
+
+const NodeIdSource& resolve_source()
 {
     if (refused_reason() != nullptr)
         return refused_source;
@@ -127,6 +129,19 @@ const NodeIdSource& node_id_source()
     case NodeIdSourceSetting::setting: break;
     }
     return setting_source;
+}
+
+}  // namespace
+
+const NodeIdSource& node_id_source()
+{
+    // Decided once per process, not per ID: shardid.node_id_source takes a
+    // server start, and a refused value is decided when the settings are
+    // defined (src/pg/base/settings.cpp), before any generation.
+    static const NodeIdSource* resolved = nullptr;
+    if (resolved == nullptr)
+        resolved = &resolve_source();
+    return *resolved;
 }
 
 }  // namespace shardid::pg

@@ -15,7 +15,8 @@ extern "C" {
 #include "utils/tuplestore.h"
 }
 
-#include "pg/source/coord_claim.hpp"
+#include "pg/state/shmem.hpp"
+#include "pg/state/coord_shared.hpp"
 #include "pg/base/row.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"

@@ -77,6 +77,9 @@ struct CoordShared {
 // Zeroed memory made ready (when the shared struct is made).
 void coord_init(CoordShared& c);
 
+// The claim's part of the attached shared struct (src/pg/state/shmem.cpp).
+CoordShared& coord_shared();
+
 // The clock of the fence, read the same way by the worker and by
 // generators: milliseconds since boot, counting time the machine spent
 // suspended (CLOCK_BOOTTIME; CLOCK_MONOTONIC stops then), so a node that

@@ -305,4 +305,19 @@ DecimalState* decimal_state(Oid database)
     pg_unreachable();
 }
 
+// The etcd claim's part (src/pg/state/coord_shared.hpp).
+CoordShared& coord_shared() { return shared->coord; }
+
+void coord_init(CoordShared& c)
+{
+    c.held.store(-1);
+    c.generation.store(1);
+    c.need_ms.store(-1);
+    for (auto& r : c.counter_ready)
+        r.store(-1);
+    ConditionVariableInit(&c.changed);
+    SpinLockInit(&c.mutex);
+    strlcpy(c.state, "starting", sizeof c.state);
+}
+
 }  // namespace shardid::pg
