@@ -8,10 +8,13 @@ MODULE_big = shardid
 EXTVERSION := $(shell sed -n "s/^default_version *= *'\\(.*\\)'/\\1/p" $(dir $(lastword $(MAKEFILE_LIST)))shardid.control)
 DISTVERSION = $(EXTVERSION).0
 
-# The pure core (no PostgreSQL header, no network), the etcd client (libcurl)
-# and the PostgreSQL glue.
+# The pure core (no PostgreSQL header, no network), the etcd client and the
+# PostgreSQL glue. The etcd client's HTTP transport (libcurl) is a library
+# of its own, shardid_etcd, that only the coordinator worker loads: no
+# backend maps libcurl (src/etcd/transport.hpp).
 CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp src/core/*/*.cpp)))
-ETCD_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/etcd/*.cpp)))
+TRANSPORT_OBJS = src/etcd/transport.o
+ETCD_OBJS = $(filter-out $(TRANSPORT_OBJS),$(patsubst %.cpp,%.o,$(sort $(wildcard src/etcd/*.cpp))))
 PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
 OBJS = $(CORE_OBJS) $(ETCD_OBJS) $(PG_OBJS)
 
@@ -42,7 +45,7 @@ endif
 PG_CPPFLAGS = -I$(srcdir)/src -isystem $(includedir_server)
 PG_CXXFLAGS = -std=c++17 -Wextra -Werror=return-type
 # PGXS links with $(CC): bring in the C++ runtime.
-SHLIB_LINK += -lstdc++ -lcurl
+SHLIB_LINK += -lstdc++
 # PGXS would also compile each .cpp to LLVM bitcode with clang, ignoring
 # PG_CXXFLAGS; shardid's functions gain nothing from JIT inlining.
 override with_llvm = no
@@ -50,7 +53,7 @@ override with_llvm = no
 # by each source's base name: keep those unique across src/core and src/pg).
 override autodepend = yes
 
-EXTRA_CLEAN = tmp_check results regression.diffs regression.out build log
+EXTRA_CLEAN = tmp_check results regression.diffs regression.out build log shardid_etcd$(DLSUFFIX) $(TRANSPORT_OBJS)
 
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 # pg_config alone (Debian's libpq-dev) has no PGXS: the server headers are
@@ -73,6 +76,20 @@ ifneq ($(missing_deps),)
 $(error build dependencies are missing: on Debian and Ubuntu, apt-get install $(missing_deps))
 endif
 endif
+
+# shardid_etcd: the etcd transport, linked with libcurl, installed beside
+# shardid in $(pkglibdir), loaded by the coordinator worker alone.
+TRANSPORT = shardid_etcd$(DLSUFFIX)
+all: $(TRANSPORT)
+$(TRANSPORT): $(TRANSPORT_OBJS)
+	$(CXX) $(CXXFLAGS) $(CFLAGS_SL) $(LDFLAGS) $(LDFLAGS_SL) -shared -o $@ $^ -lcurl
+install: install-transport
+install-transport: $(TRANSPORT) installdirs
+	$(INSTALL_SHLIB) $(TRANSPORT) '$(DESTDIR)$(pkglibdir)/$(TRANSPORT)'
+uninstall: uninstall-transport
+uninstall-transport:
+	rm -f '$(DESTDIR)$(pkglibdir)/$(TRANSPORT)'
+.PHONY: install-transport uninstall-transport
 
 # shmem_request_hook and custom WAL resource managers came in PostgreSQL 15.
 ifneq ($(filter 8.% 9.% 10 11 12 13 14,$(MAJORVERSION)),)

@@ -222,6 +222,8 @@ for e in exprs:
     print(f"  {e:40s} peak RSS of the backend over {calls} calls in one statement: +{after - before} kB")
 PY
 echo
+bash bench/backend_memory.sh
+echo
 
 # --- 5b. node ids from etcd -------------------------------------------------
 # A second server whose node id comes from a real etcd (private ports, a

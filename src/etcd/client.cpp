@@ -4,8 +4,6 @@
 #include <chrono>
 #include <climits>
 
-#include <curl/curl.h>
-
 #include "core/text.hpp"
 
 namespace shardid::etcd {
@@ -13,15 +11,6 @@ namespace shardid::etcd {
 namespace {
 
 constexpr size_t max_answer = 1 << 20;  // a larger answer is not etcd's
-
-size_t collect(char* data, size_t size, size_t n, void* user)
-{
-    auto* s = static_cast<std::string*>(user);
-    if (s->size() + size * n > max_answer)
-        return 0;  // curl fails the transfer
-    s->append(data, size * n);
-    return size * n;
-}
 
 std::string printable(const std::string& s) { return shardid::printable(s, 60); }
 
@@ -38,21 +27,14 @@ bool unauthorized(const std::string& why)
 
 Client::Client(Config config) : config_(std::move(config))
 {
-    static bool initialized = false;
-    if (!initialized) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        initialized = true;
-    }
-    curl_ = curl_easy_init();
-    multi_ = curl_multi_init();
+    if (config_.transport != nullptr)
+        handle_ = config_.transport->open();
 }
 
 Client::~Client()
 {
-    if (multi_ != nullptr)
-        curl_multi_cleanup(static_cast<CURLM*>(multi_));
-    if (curl_ != nullptr)
-        curl_easy_cleanup(static_cast<CURL*>(curl_));
+    if (handle_ != nullptr)
+        config_.transport->close(handle_);
 }
 
 namespace {
@@ -69,12 +51,28 @@ int64_t Client::left_ms() const { return budget_end_ == 0 ? INT64_MAX : budget_e
 
 bool Client::must_end() const { return (abortable_ && config_.stop != nullptr && *config_.stop) || left_ms() <= 0; }
 
+namespace {
+// The transport's sinks: no exception may cross into its C code.
+int append(void* to, const char* data, size_t size)
+{
+    auto* s = static_cast<std::string*>(to);
+    if (s->size() + size > max_answer)
+        return 0;  // a larger answer is not etcd's: the request fails
+    try {
+        s->append(data, size);
+    } catch (const std::exception&) {
+        return 0;
+    }
+    return 1;
+}
+int client_must_end(void* client) { return static_cast<const Client*>(client)->must_end(); }
+}  // namespace
+
 bool Client::post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why)
 {
-    CURL* c = static_cast<CURL*>(curl_);
-    CURLM* m = static_cast<CURLM*>(multi_);
-    if (c == nullptr || m == nullptr) {
-        *why = "libcurl could not be initialised";
+    if (handle_ == nullptr) {
+        *why = config_.transport == nullptr ? "the etcd transport (shardid_etcd) is not loaded"
+                                            : "libcurl could not be initialised";
         return false;
     }
     const int64_t timeout = std::min(config_.timeout_ms, left_ms());
@@ -82,75 +80,31 @@ bool Client::post_once(const char* path, const std::string& body, std::string* a
         *why = endpoint() + ": not sent (" + (left_ms() <= 0 ? "the time for the release is spent" : "stopping") + ")";
         return false;
     }
-    curl_easy_reset(c);
     const std::string url = endpoint() + path;
     answer->clear();
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    std::string auth;
-    if (!token_.empty() && std::string(path) != "/v3/auth/authenticate") {
-        auth = "Authorization: " + token_;
-        headers = curl_slist_append(headers, auth.c_str());
-    }
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_POST, 1L);
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, long(body.size()));
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, long(timeout));
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, long(timeout));
-    // Straight to etcd: never through a proxy named by the environment
-    // (http_proxy, ALL_PROXY, ...), which would see every request, and the
-    // password with it over http://.
-    curl_easy_setopt(c, CURLOPT_PROXY, "");
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, answer);
-    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-    if (!config_.cacert.empty())
-        curl_easy_setopt(c, CURLOPT_CAINFO, config_.cacert.c_str());
-    if (!config_.cert.empty())
-        curl_easy_setopt(c, CURLOPT_SSLCERT, config_.cert.c_str());
-    if (!config_.key.empty())
-        curl_easy_setopt(c, CURLOPT_SSLKEY, config_.key.c_str());
+    const bool authorized = !token_.empty() && std::string(path) != "/v3/auth/authenticate";
+    auto file = [](const std::string& f) { return f.empty() ? nullptr : f.c_str(); };
+    const ShardidEtcdRequest request = {url.c_str(),
+                                        body.c_str(),
+                                        body.size(),
+                                        authorized ? token_.c_str() : nullptr,
+                                        file(config_.cacert),
+                                        file(config_.cert),
+                                        file(config_.key),
+                                        long(timeout),
+                                        client_must_end,
+                                        this,
+                                        append,
+                                        answer};
     requests_++;
-    // The multi interface, polled in steps of 50 ms, so that a stop
-    // abandons a request in flight (an endpoint that accepts and never
-    // answers would otherwise hold a shutdown for the whole timeout).
-    CURLcode rc = CURLE_OK;
-    curl_multi_add_handle(m, c);
-    for (;;) {
-        int running = 0;
-        if (curl_multi_perform(m, &running) != CURLM_OK) {
-            rc = CURLE_FAILED_INIT;
-            break;
-        }
-        if (running == 0) {
-            int left = 0;
-            rc = CURLE_RECV_ERROR;
-            while (CURLMsg* msg = curl_multi_info_read(m, &left))
-                if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
-                    rc = msg->data.result;
-            break;
-        }
-        if (must_end()) {
-            rc = CURLE_ABORTED_BY_CALLBACK;
-            break;
-        }
-        curl_multi_poll(m, nullptr, 0, 50, nullptr);
-    }
-    curl_multi_remove_handle(m, c);
-    curl_slist_free_all(headers);
-    if (rc == CURLE_ABORTED_BY_CALLBACK) {
+    char error[256] = "";
+    switch (config_.transport->post(handle_, &request, status, error, sizeof error)) {
+    case shardid_etcd_answered: return true;
+    case shardid_etcd_abandoned:
         *why = url + ": abandoned (" + (left_ms() <= 0 ? "the time for the release is spent" : "stopping") + ")";
         return false;
+    default: *why = url + ": " + error; return false;
     }
-    if (rc != CURLE_OK) {
-        *why = url + ": " + curl_easy_strerror(rc);
-        return false;
-    }
-    curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
-    return true;
 }
 
 bool Client::authenticate(std::string* why)

@@ -1,5 +1,6 @@
 // The etcd client: posts the bodies of src/core/coord/etcd_wire.hpp to etcd's v3
-// JSON gateway over libcurl, trying the endpoints in turn, authenticating
+// JSON gateway through the transport (src/etcd/transport.hpp: libcurl, in a
+// library only the coordinator loads), trying the endpoints in turn, authenticating
 // when a user is configured. Blocking, with a timeout per request; no
 // PostgreSQL header; never throws (every failure is a false return with a
 // reason), so the coordinator worker (src/pg/coord/coord_worker.cpp) can call it
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "core/coord/etcd_wire.hpp"
+#include "etcd/transport.hpp"
 
 namespace shardid::etcd {
 
@@ -24,6 +26,8 @@ struct Config {
     // in flight is abandoned within 50 ms, and later ones fail at once,
     // until set_abortable(false) (the release at a clean stop).
     const volatile int* stop = nullptr;
+    // The HTTP transport (nullptr: every request fails, saying so).
+    const ShardidEtcdTransport* transport = nullptr;
 };
 
 // Why the last call failed.
@@ -59,6 +63,9 @@ public:
     const std::string& endpoint() const { return config_.endpoints[current_]; }
     uint64_t requests() const { return requests_; }
     Failure last_failure() const { return failure_; }
+    // Whether a request must end now: asked to stop, or the budget spent
+    // (the transport polls it while a request is in flight).
+    bool must_end() const;
 
 private:
     // POSTs `body` to `path`, trying the endpoints in turn on transport
@@ -70,14 +77,11 @@ private:
     template <typename F>
     bool call(std::string* why, F&& f);
 
-    // Whether a request must end now: asked to stop, or the budget spent.
-    bool must_end() const;
     int64_t left_ms() const;  // of the budget (INT64_MAX: none)
 
     Config config_;
     size_t current_ = 0;
-    void* curl_ = nullptr;
-    void* multi_ = nullptr;
+    void* handle_ = nullptr;  // the transport's
     bool abortable_ = true;
     int64_t budget_end_ = 0;  // steady clock, ms (0: no budget)
     std::string token_;

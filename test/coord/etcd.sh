@@ -4,6 +4,7 @@
 # a negative control. Prints PASS/FAIL lines; run from the repository root.
 #   1 four nodes with node_id = -1: four ids; IDs of every scheme from all of
 #     them (two databases each) in one table with primary keys: no duplicate.
+#     Only the coordinator maps libcurl.
 #     Control: two nodes with ids from settings take the same DecimalId
 #     generator ids and issue the same DecimalIds.
 #   2 a node configured with an id another holds is refused, naming the
@@ -20,7 +21,9 @@
 #   6 a three-member etcd cluster loses its leader under load: generation
 #     pauses a bounded time, no duplicate.
 #   8 etcd down at start: decoders work, generators wait then fail with 55000,
-#     the node claims once etcd is up; wrong credentials: a clear error.
+#     the node claims once etcd is up; wrong credentials: a clear error;
+#     the etcd transport library missing: misconfigured, naming it, until it
+#     is put back.
 #   9 a malformed endpoint, an HTML or truncated answer, a mark edited to
 #     nonsense or lowered: clear refusals, no crash, never an ID below a mark
 #     the node has seen.
@@ -50,6 +53,14 @@ done
 for n in 1 2 3 4; do wait_state "n$n" held 10 || fail "n$n did not claim an id"; done
 got=$(for n in 1 2 3 4; do held_id "n$n"; done | sort -n | tr '\n' ' ')
 check "four nodes with node_id = -1 claim four distinct ids" "0 1 2 3 " "$got"
+# libcurl is the coordinator's alone (its own library, shardid_etcd): a
+# backend and the postmaster never map it.
+# (The coordinator has no database connection, so no pg_stat_activity row:
+# it is the postmaster's child of that title.)
+maps_curl() { grep -q libcurl "/proc/$1/maps" 2>/dev/null && echo t || echo f; }
+pm=$(head -1 "${dir_of[n1]}/data/postmaster.pid")
+check "libcurl: mapped by the coordinator, by no backend nor the postmaster" "t f f" \
+    "$(maps_curl "$(pgrep -P "$pm" -f 'shardid coordinator')") $(q n1 -c "SELECT pg_read_file('/proc/self/maps') LIKE '%libcurl%'") $(maps_curl "$pm")"
 for n in 1 2 3 4; do
     q "n$n" -c "CREATE DATABASE two" && q "n$n" -d two -c "CREATE EXTENSION shardid"
     for db in postgres two; do
@@ -319,6 +330,21 @@ esac
 grep -q 'shardid coordinator: could not get a lease: authentication as "root" failed' "${dir_of[s2]}/server.log" &&
     pass "wrong credentials: the same error in the server log" || fail "wrong credentials: nothing in the log"
 wait_state s3 held 10 && pass "control: the right password claims an id" || stop_suite "the right password did not claim"
+
+# The etcd transport missing (an install that copied shardid.so alone):
+# misconfigured, naming the file, never a crash; put back, it is loaded at
+# the next check (every 10 s) and the node claims.
+transport="$("$PG_CONFIG" --pkglibdir)/shardid_etcd.so"
+as_root mv "$transport" "$transport.away"
+node_up s4 $((base + 84)) ""
+wait_state s4 misconfigured 10 && pass "the etcd transport missing: the state says \"misconfigured\"" ||
+    fail "the etcd transport missing: state $(q s4 -c "SELECT state, last_error FROM shardid_coordination()")"
+contains "... and last_error names the library and what to do" \
+    "$(q s4 -c "SELECT last_error FROM shardid_coordination()")" "shardid_etcd.so\" is not usable"
+check "... and a generator fails with 55000" "55000" "$(q_err s4 "SELECT next_trace_id()" | cut -d: -f1)"
+as_root mv "$transport.away" "$transport"
+wait_state s4 held 15 && pass "put back, the transport is loaded at the next check and the node claims" ||
+    fail "the transport put back: state $(q s4 -c "SELECT state, last_error FROM shardid_coordination()")"
 
 # --- 9: bad input from outside ----------------------------------------------
 # A malformed endpoint is kept as given (never replaced by a default) and

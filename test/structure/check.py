@@ -10,11 +10,11 @@
   suites    every file under test/ is covered by a line of test/suites.list
             (none runs silently skipped), every line covers a file, and
             docs/testing.md names every suite folder;
-  settings  every setting of src/pg/base/settings.cpp's table is in README.md's
-            settings table, and every setting there is in the table;
+  settings  every setting of src/pg/base/settings.cpp's table is in
+            docs/settings.md's table, and every setting there is in the code;
   errors    every SQLSTATE the code raises (an ERRCODE_ of src/, a RAISE of
             the current install script, P0001 for a RAISE without one) is in
-            README.md's errors table, and every code there is raised;
+            docs/errors.md's table, and every code there is raised;
   format    src/ and the C++ tests are as .clang-format formats them;
   root      nothing at the top of the tree but what the project's shape
             names (README.md, "The project's shape"), or what .gitignore
@@ -180,13 +180,13 @@ def check_suites(root):
 def check_settings(root):
     with open(os.path.join(root, "src", "pg", "base", "settings.cpp"), encoding="utf-8") as f:
         code = set(re.findall(r'^\s*\{"(shardid\.[a-z_0-9]+)"', f.read(), re.M))
-    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
-        readme = set(re.findall(r"^\| `(shardid\.[a-z_0-9]+)` \|", f.read(), re.M))
+    with open(os.path.join(root, "docs", "settings.md"), encoding="utf-8") as f:
+        documented = set(re.findall(r"^\| `(shardid\.[a-z_0-9]+)` \|", f.read(), re.M))
     fails = []
     if not code:
         fails.append("src/pg/base/settings.cpp: no setting found in its table")
-    fails += [f"README.md's settings table lacks {s}" for s in sorted(code - readme)]
-    fails += [f"README.md's settings table lists {s}, which the code does not define" for s in sorted(readme - code)]
+    fails += [f"docs/settings.md's table lacks {s}" for s in sorted(code - documented)]
+    fails += [f"docs/settings.md's table lists {s}, which the code does not define" for s in sorted(documented - code)]
     return fails
 
 
@@ -232,19 +232,18 @@ RAISED_BY_POSTGRES = {"42602": "MarkGUCPrefixReserved (a misspelt shardid. setti
 
 def check_errors(root):
     raised = dict(RAISED_BY_POSTGRES, **raised_codes(root))
-    with open(os.path.join(root, "README.md"), encoding="utf-8") as f:
+    with open(os.path.join(root, "docs", "errors.md"), encoding="utf-8") as f:
         text = f.read()
-    section = re.search(r"^## Errors\n(.*?)^## ", text, re.M | re.S)
     listed = set()
-    for row in re.findall(r"^\| ([^|]+) \|", section.group(1) if section else "", re.M):
+    for row in re.findall(r"^\| ([^|]+) \|", text, re.M):
         listed |= set(re.findall(r"\b([0-9A-Z]{5}) `", row))
     fails = []
-    if not section or not listed:
-        fails.append("README.md has no errors table under '## Errors'")
+    if not listed:
+        fails.append("docs/errors.md has no errors table")
     if not errcodes():
         fails.append("PostgreSQL's errcodes.txt is not installed (Debian package postgresql-server-dev-N)")
-    fails += [f"README.md's errors table lacks {c}, raised in {raised[c]}" for c in sorted(set(raised) - listed)]
-    fails += [f"README.md's errors table lists {c}, which the code never raises" for c in sorted(listed - set(raised))]
+    fails += [f"docs/errors.md's table lacks {c}, raised in {raised[c]}" for c in sorted(set(raised) - listed)]
+    fails += [f"docs/errors.md's table lists {c}, which the code never raises" for c in sorted(listed - set(raised))]
     return fails
 
 
@@ -327,7 +326,7 @@ def plant(root, name):
         os.makedirs(os.path.join(root, "test", "newsuite"))
         append("test/newsuite/run.sh", "echo PASS new\n")
     elif name == "settings":
-        path = os.path.join(root, "README.md")
+        path = os.path.join(root, "docs", "settings.md")
         with open(path, encoding="utf-8") as f:
             text = f.read()
         with open(path, "w", encoding="utf-8") as f:

@@ -117,12 +117,13 @@ package_suite() {
     local listed
     listed=$(dpkg -L "$pkg" 2>/dev/null)
     local f missing=""
-    for f in "$("$PG_CONFIG" --pkglibdir)/shardid.so" "$("$PG_CONFIG" --sharedir)/extension/shardid.control" \
+    for f in "$("$PG_CONFIG" --pkglibdir)/shardid.so" "$("$PG_CONFIG" --pkglibdir)/shardid_etcd.so" \
+             "$("$PG_CONFIG" --sharedir)/extension/shardid.control" \
              $(cd sql && ls shardid--*.sql | sed "s|^|$("$PG_CONFIG" --sharedir)/extension/|"); do
         grep -qx "$f" <<<"$listed" && [ -f "$f" ] || missing+=" $f"
     done
     if [ -z "$missing" ]; then
-        out+=$'\n'"PASS the package installs the library, the control file and every SQL script"
+        out+=$'\n'"PASS the package installs both libraries (shardid, shardid_etcd), the control file and every SQL script"
     else
         out+=$'\n'"FAIL the package lacks:$missing"
     fi

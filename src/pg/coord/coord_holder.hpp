@@ -100,6 +100,9 @@ private:
     int64_t seen_held_ms_ = 0;
     int64_t seen_on_time_ms_ = 0;
     void note_late_renewal();
+    // When renewals became late (the `expiring` period's start): never
+    // before they were last seen on time, never after now.
+    int64_t expiring_from_ms(int64_t now) const;
     int64_t floor_ms_ = 0;
     int64_t recorded_ms_ = 0;            // the window end last recorded in etcd
     std::map<int, int64_t> seen_marks_;  // the highest mark seen per id (each checked when read)

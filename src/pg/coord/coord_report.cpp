@@ -81,6 +81,11 @@ void Holder::publish_lease()
     SpinLockRelease(&c.mutex);
 }
 
+int64_t Holder::expiring_from_ms(int64_t now) const
+{
+    return std::clamp(coord::renewal_late_from_ms(fence_ms_, lease_ttl_ms_), seen_on_time_ms_, now);
+}
+
 // A renewal etcd answered after it was due: counted, and an episode of
 // `expiring` that publish_state() did not see (the request blocked the
 // loop meanwhile) counted from when renewals became late.
@@ -92,7 +97,7 @@ void Holder::note_late_renewal()
     c.renewals_late++;
     if (c.expiring_since == 0) {
         c.expiring_episodes++;
-        c.expiring_ms += now - std::clamp(coord::renewal_late_from_ms(fence_ms_, lease_ttl_ms_), seen_on_time_ms_, now);
+        c.expiring_ms += now - expiring_from_ms(now);
     }
     SpinLockRelease(&c.mutex);
 }
@@ -136,7 +141,7 @@ void Holder::publish_state()
         c.not_held_since = 0;
     }
     if (expiring && c.expiring_since == 0) {
-        c.expiring_since = std::clamp(coord::renewal_late_from_ms(fence_ms_, lease_ttl_ms_), seen_on_time_ms_, now);
+        c.expiring_since = expiring_from_ms(now);
         c.expiring_episodes++;
     } else if (!expiring && c.expiring_since != 0) {
         c.expiring_ms += now - c.expiring_since;

@@ -1,5 +1,6 @@
 // The background worker "shardid coordinator": the only process that
-// talks to etcd (through src/etcd/client.hpp). It holds this node's lease,
+// talks to etcd (through src/etcd/client.hpp, over the transport it loads:
+// src/etcd/transport.hpp). It holds this node's lease,
 // claims the node id, records the window's mark, takes counter values for
 // backends, and publishes all of it in shared memory
 // (src/pg/state/coord_shared.hpp) for generators (src/pg/source/coord_claim.cpp). The
@@ -16,6 +17,7 @@
 // restarts a second later).
 #include <algorithm>
 #include <cerrno>
+#include <dlfcn.h>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -23,6 +25,7 @@
 #include "core/coord/coord.hpp"
 #include "core/text.hpp"
 #include "etcd/client.hpp"
+#include "etcd/transport.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/coord_shared.hpp"
 #include "pg/coord/coord_holder.hpp"
@@ -72,6 +75,34 @@ namespace {
 volatile sig_atomic_t& stop_requested = ShutdownRequestPending;
 uint32 worker_event = 0;  // the worker's wait event while misconfigured
 
+// The HTTP transport, from shardid_etcd.so beside shardid.so (loaded here
+// only: src/etcd/transport.hpp), or nullptr with why. Loaded once; a
+// library of another build is refused.
+const ShardidEtcdTransport* load_transport(std::string* why)
+{
+    static const ShardidEtcdTransport* loaded = nullptr;
+    if (loaded != nullptr)
+        return loaded;
+    char path[MAXPGPATH];
+    snprintf(path, sizeof path, "%s/shardid_etcd%s", pkglib_path, DLSUFFIX);
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    const char* error = lib == nullptr ? dlerror() : nullptr;
+    auto fn =
+        lib == nullptr ? nullptr : reinterpret_cast<ShardidEtcdTransportFn>(dlsym(lib, SHARDID_ETCD_TRANSPORT_SYMBOL));
+    const ShardidEtcdTransport* t = fn == nullptr ? nullptr : fn();
+    if (t == nullptr || t->abi != SHARDID_ETCD_ABI) {
+        *why = std::string("the etcd transport \"") + path + "\" is not usable: " +
+               (error != nullptr ? error
+                : t == nullptr   ? "it has no " SHARDID_ETCD_TRANSPORT_SYMBOL "()"
+                                 : "it is of another shardid build") +
+               "; install shardid again (make install puts shardid_etcd" DLSUFFIX " beside shardid" DLSUFFIX ")";
+        if (lib != nullptr)
+            dlclose(lib);
+        return nullptr;
+    }
+    return loaded = t;
+}
+
 // Every setting the claim needs, checked as given: a value that is not
 // usable is refused, never replaced by a default (two clusters meant to be
 // apart would share ids). False with the setting, the value and what to do.
@@ -100,7 +131,9 @@ bool usable_settings(etcd::Config* config, ClaimSettings* claim, std::string* wh
         return false;
     }
     *claim = ClaimSettings{prefix, node_id, etcd_lease_ttl_s, etcd_node_id_min, etcd_node_id_max};
-    return etcd_client_config(config, why);
+    if (!etcd_client_config(config, why))
+        return false;
+    return (config->transport = load_transport(why)) != nullptr;
 }
 
 void worker_main()

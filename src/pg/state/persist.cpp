@@ -211,7 +211,7 @@ void replay_node_state(const NodeState& st)
     // Slots for the layouts with marks of their own first: slot allocation
     // and the state lock are never held together.
     Slot* marked[NodeState::max_marks] = {};
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    LWLockAcquire(&shared->slots_lock, LW_EXCLUSIVE);
     for (int i = 0; i < st.n_marks; i++) {
         const Shape shape = st.marks[i].shape;
         for (int j = 0, n = shared->n_used.load(std::memory_order_acquire); j < n && marked[i] == nullptr; j++)
@@ -220,7 +220,7 @@ void replay_node_state(const NodeState& st)
         if (marked[i] == nullptr && (marked[i] = new_slot_locked(shape, st.marks[i].name, InvalidOid)) != nullptr)
             marked[i]->state.last.store(0);  // resumes at its own mark, set below
     }
-    LWLockRelease(AddinShmemInitLock);
+    LWLockRelease(&shared->slots_lock);
 
     LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     if (st.mark_ms > shared->lease_until_ms.load())

@@ -6,10 +6,13 @@
 //   src/pg/functions/node_status.cpp   shardid_status()
 //
 // Locking rules (who guards what, and in which order):
-//   - AddinShmemInitLock: attaching the struct, allocating layout slots
-//     (each slot's shape and name, then n_used) and DecimalId database entries.
-//     Held only for memory work; no other lock is taken under it. A slot is
-//     filled in under it before n_used publishes it (see Shared::n_used).
+//   - AddinShmemInitLock: attaching the struct (PostgreSQL's lock for
+//     ShmemInitStruct); held for nothing else once the struct is there.
+//   - slots_lock (tranche "shardid"): allocating layout slots (each slot's
+//     shape and name, then n_used), raising every slot to a claim floor, and
+//     DecimalId database entries. Held only for memory work; no other lock is
+//     taken under it. A slot is filled in under it before n_used publishes
+//     it (see Shared::n_used).
 //   - The WAL record of a node state is inserted under state_lock and
 //     flushed (and confirmed by synchronous standbys) by confirm_covered()
 //     outside any lock, before an ID it covers is returned.
@@ -18,7 +21,7 @@
 //     and every slot's `persisted` word change only under it, and
 //     only after the file that covers the new value is durable. Held for
 //     memory work and that one file write; never while waiting for a
-//     heavyweight lock, and never together with AddinShmemInitLock.
+//     heavyweight lock, and never together with slots_lock.
 //   - Each slot's SlotState: lock-free atomics (the engine's CAS).
 //   - DecimalId: each database's counter word is an atomic; taking a new
 //     generator id is serialized by a heavyweight lock on that database's
@@ -75,7 +78,7 @@ static_assert(offsetof(Slot, state) == 0, "a SlotState pointer is its Slot's add
 
 struct Shared {
     uint32_t magic;  // written last by attach_locked(), checked by every attach
-    // Slots in use: a slot is filled in under AddinShmemInitLock before it is
+    // Slots in use: a slot is filled in under slots_lock before it is
     // published here (release), so a reader that loads n_used (acquire), with
     // or without a lock, sees whole slots; shape and name never change once
     // published.
@@ -90,7 +93,7 @@ struct Shared {
     // src/pg/coord/coord_holder.cpp): every slot, new ones too, resumes above the
     // tick that contains it. Read from the state file at start (a clean
     // restart finds its own mark and raises nothing), raised under
-    // AddinShmemInitLock, persisted with the node state, never in WAL.
+    // slots_lock, persisted with the node state, never in WAL.
     std::atomic<int64_t> claim_floor_ms;
     // Which WAL record covers an ID (see confirm_covered()): the record that
     // set lease_until_ms (cur_lsn), and the one before it with the mark it
@@ -120,6 +123,7 @@ struct Shared {
     // Generations refused, by cause (count_generation_refusal()).
     std::atomic<uint64_t> generation_refusals[int(GenerationRefusal::count)];
     LWLock state_lock;  // see the locking rules above
+    LWLock slots_lock;  // likewise
     CoordShared coord;  // the node id claimed from etcd (src/pg/state/coord_shared.hpp)
     Slot slots[max_slots];
     struct {
@@ -139,7 +143,7 @@ void raise_if_corrupt();
 enum class NoSlot { none, node_full, database_full };
 // A new slot for `shape`, first claimed by `database` (InvalidOid: the
 // node state's own), resumed above what its shape may have issued. Caller
-// holds AddinShmemInitLock; nullptr when the node, or the database's share
+// holds slots_lock (or is initialising the struct); nullptr when the node, or the database's share
 // of it, is full.
 Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot* why = nullptr);
 
@@ -154,7 +158,7 @@ inline void claim_floor_raise(const Layout& layout, SlotState& slot, int64_t flo
 
 // Raises every slot, and every slot made later, above the tick containing
 // floor_ms: a new claim of the node id from etcd starts above the mark its
-// previous holder recorded. Takes AddinShmemInitLock.
+// previous holder recorded. Takes slots_lock.
 void raise_claim_floor(int64_t floor_ms);
 
 // The start (Unix ms) of the latest tick any slot has issued an ID in, or

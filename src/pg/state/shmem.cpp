@@ -71,6 +71,7 @@ void attach_locked()
         aligned->tranche = LWLockNewTrancheId();
 #endif
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
+        LWLockInitialize(&aligned->slots_lock, aligned->tranche);
         coord_init(aligned->coord);
         NodeState st;
         const StateFileRead got = state_file_read(&st);
@@ -205,9 +206,8 @@ SlotState* slot_for(const Layout& layout)
         if (cache[i].shape == shape)
             return cache[i].state;
 
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    if (shared == nullptr)
-        attach_locked();
+    attach_if_needed();
+    LWLockAcquire(&shared->slots_lock, LW_EXCLUSIVE);
     Slot* slot = nullptr;
     for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n && slot == nullptr; i++)
         if (shared->slots[i].shape == shape)
@@ -215,7 +215,7 @@ SlotState* slot_for(const Layout& layout)
     NoSlot why = NoSlot::none;
     if (slot == nullptr)
         slot = new_slot_locked(shape, layout.name, MyDatabaseId, &why);
-    LWLockRelease(AddinShmemInitLock);
+    LWLockRelease(&shared->slots_lock);
 
     if (why == NoSlot::database_full)
         ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -237,13 +237,13 @@ SlotState* slot_for(const Layout& layout)
 
 void raise_claim_floor(int64_t floor_ms)
 {
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    LWLockAcquire(&shared->slots_lock, LW_EXCLUSIVE);
     raise_to(shared->claim_floor_ms, floor_ms);
     for (int i = 0, n = shared->n_used.load(std::memory_order_acquire); i < n; i++) {
         Slot& slot = shared->slots[i];
         claim_floor_raise(slot.shape.layout(slot.name), slot.state, floor_ms);
     }
-    LWLockRelease(AddinShmemInitLock);
+    LWLockRelease(&shared->slots_lock);
 }
 
 int64_t highest_issued_tick_ms()
@@ -268,10 +268,9 @@ DecimalState* decimal_state(Oid database)
     // dropped database has no backend left to use its entry.
     Oid gone[max_decimal_databases];
     int n_gone = 0;
+    attach_if_needed();
     for (int attempt = 0; attempt < 2; attempt++) {
-        LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-        if (shared == nullptr)
-            attach_locked();
+        LWLockAcquire(&shared->slots_lock, LW_EXCLUSIVE);
         DecimalState* found = nullptr;
         for (auto& d : shared->decimal)
             if (d.database == database)
@@ -288,7 +287,7 @@ DecimalState* decimal_state(Oid database)
         Oid in_use[max_decimal_databases];
         for (int i = 0; i < max_decimal_databases; i++)
             in_use[i] = shared->decimal[i].database;
-        LWLockRelease(AddinShmemInitLock);
+        LWLockRelease(&shared->slots_lock);
         if (found != nullptr)
             return found;
         for (Oid db : in_use)
