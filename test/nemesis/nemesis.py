@@ -51,7 +51,8 @@ RATE = 60  # operations a second per client, at most
 NODES = ["n1", "n2", "n3", "n4"]
 MEMBERS = ["e1", "e2", "e3"]
 # kill-holder: kill -9 of whichever of n3 and n4 holds node id 7, so that the
-# claim changes hands; twice in every run (the second hands it back).
+# claim changes hands (the killed one comes back once the other holds it);
+# twice in every run (the second hands it back).
 KINDS = ["partition-etcd", "partition-client", "pause-node", "pause-coordinator", "pause-etcd", "kill-node",
          "kill-etcd", "kill-etcd-leader", "clock-restart"]
 
@@ -565,7 +566,8 @@ class Nemesis:
             if holder:
                 with self.node_locks[holder]:
                     self.nodes[holder].kill()
-                self.later(end, lambda: self.restart(holder, None))
+                other = "n4" if holder == "n3" else "n3"
+                self.later(end, lambda: self.restart(holder, None, after=other))
         elif kind == "kill-node":
             with self.node_locks[target]:
                 self.nodes[target].kill()
@@ -588,10 +590,19 @@ class Nemesis:
         except OSError:
             pass
 
-    def restart(self, name, offset_ms):
+    def restart(self, name, offset_ms, after=None):
         """In a thread of its own, one at a time per node, so that a slow
-        stop (a coordinator waiting for etcd) does not hold up the schedule."""
+        stop (a coordinator waiting for etcd) does not hold up the schedule.
+        `after`: the other contender for node id 7; the killed holder comes
+        back only once that one holds the id (at most 30 s later), so the
+        claim changes hands even when an etcd leader change extended the
+        dead holder's lease until its restart, and the two raced for it."""
         def work():
+            deadline = now() + 30
+            while after is not None and now() < deadline and not self.holds(after):
+                time.sleep(0.2)
+            if after is not None and not self.holds(after):
+                print(f"# {after} did not take node id 7 from {name} within 30 s", flush=True)
             with self.node_locks[name]:
                 n = self.nodes[name]
                 if offset_ms is not None:
