@@ -20,7 +20,9 @@
 # Needs root for apt-get and the copy (as_root); CI runs as root.
 CITUS_VERSION=13.2.2
 citus_stage() { echo "$SHARDID_ROOTS/citus-$CITUS_VERSION-pg$PG_MAJOR"; }
-citus_deps="liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+# Every program the build calls that minbase lacks (patch, for the vendored
+# patch) and the libraries Citus links with.
+citus_deps="patch liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
 
 citus_source() {
     local d
@@ -86,7 +88,13 @@ citus_ensure_locked() {
         as_root rm -rf "$new"
         as_root make -s install with_llvm=no DESTDIR="$new" >"$build/install.log" 2>&1
     ) || {
-        tail -20 "$build"/*.log >&2
+        # Each log of the build that got written, named (tail -N takes one file).
+        local f
+        for f in "$build"/*.log; do
+            [ -f "$f" ] || continue
+            echo "== $f (last 20 lines)" >&2
+            tail -n 20 "$f" >&2
+        done
         rm -rf "$build"
         return 1
     }
