@@ -29,6 +29,8 @@
 #     behind) issues under the worker's group id above the worker's IDs.
 #   5 negative control: the same load with every node on one hand-set id
 #     (shardid.node_id_source = setting) gives duplicates.
+#   6 a backend open while its node joins a cluster issues its next ID
+#     under the node's new group, not the single-node cluster's 0.
 set -u
 . scripts/lib.sh
 . scripts/roots.sh
@@ -63,6 +65,7 @@ q w3 -c "CREATE EXTENSION shardid" >/dev/null
 err=$(q_err w3 "SELECT next_trace_id()")
 contains "a Citus node not yet in a cluster refuses to issue (55000)" "$err" "55000"
 contains "... saying it is not in the cluster's metadata" "$err" "is not in the cluster's metadata"
+contains "... naming its group, 0 (issue 48: it said -1)" "$err" "Citus group 0 is not in the cluster's metadata"
 check "... and shardid_coordination() says misconfigured" "misconfigured" \
     "$(q w3 -c "SELECT state FROM shardid_coordination()")"
 q w3 -c "DROP EXTENSION shardid" >/dev/null
@@ -242,7 +245,23 @@ out=$(/usr/bin/python3 test/citus/load.py --seconds 10 --expect-duplicates --pat
 echo "$out"
 grep -q '^PASS negative control' <<<"$out" || grep -q '^FAIL' <<<"$out" || fail "the negative control's load did not run"
 
-for n in c w1 w2 w3; do
+# --- 6: a live backend sees its node join a cluster -----------------------------------
+# w4 starts as a single-node Citus cluster (its own coordinator: group 0,
+# in its metadata); one backend stays open while c adds w4 as a worker.
+# That backend's next ID must carry w4's new group, never 0, the
+# coordinator's (issue 48: it kept group 0 for its life).
+cnode_up w4 $((base + 5)) "$src" || stop_suite "w4 did not start"
+q w4 -c "SELECT citus_set_coordinator_host('127.0.0.1', $((base + 5)))" -c "CREATE EXTENSION shardid" >/dev/null
+coproc W4 { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p $((base + 5)) -U postgres -X -At 2>&1; }
+ask_w4() { echo "SELECT (trace_id_decode(next_trace_id())).node_no;" >&"${W4[1]}"; read -r -t 30 answer <&"${W4[0]}" || answer=none; echo "$answer"; }
+check "a single-node Citus server issues under group 0" "0" "$(ask_w4)"
+cnode_add w4 || fail "citus_add_node(w4) failed"
+w4_group=$(q w4 -c "SELECT groupid FROM pg_dist_local_group")
+check "... added to the cluster, its group is a worker's" "t" "$([ "${w4_group:-0}" -gt 0 ] 2>/dev/null && echo t || echo "f (${w4_group:-none})")"
+check "... and a backend open since before the join issues its next ID under that group" "$w4_group" "$(ask_w4)"
+echo '\q' >&"${W4[1]}" 2>/dev/null
+
+for n in c w1 w2 w3 w4; do
     grep -q "was terminated by signal\|server process .* terminated" "${cdir_of[$n]}/server.log" &&
         fail "a process of $n crashed: $(grep -m1 'terminated' "${cdir_of[$n]}/server.log")"
 done

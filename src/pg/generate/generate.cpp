@@ -51,6 +51,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
 
     TimestampTz waiting_since = 0;  // for the node-id source (0: not waiting)
     for (;;) {
+        source.refresh();
         Status status;
         uint64_t id = 0, word = 0;
         SourceTicket ticket;

@@ -9,13 +9,18 @@
 // A group id counts only once the node is in the metadata it names: a node
 // that was never added to a cluster has group 0, the coordinator's, so
 // its group must have a row in pg_dist_node. Each backend reads its group
-// once per database, outside generation (wait()), and keeps it: a node
-// removed and added again gets a new group id, and its old one is never
-// given to anyone else, so a backend that still uses the old one issues
-// IDs nobody else issues.
+// outside generation (wait()) and keeps it only until Citus' metadata
+// changes: Citus' triggers on pg_dist_local_group and pg_dist_node send a
+// relcache invalidation of the table on every change (as its own metadata
+// cache relies on), the callback below forgets the group, and refresh()
+// takes the invalidations before every ID. So a node that joins a cluster
+// (group 0 of a single-node cluster becoming a worker's), is removed or
+// updated issues its next ID under the group the committed metadata
+// names, never under the old one.
 #include "pg/source/node_source.hpp"
 
 extern "C" {
+#include "utils/inval.h"
 #include "access/genam.h"
 #include "access/xact.h"
 #include "access/htup_details.h"
@@ -40,6 +45,21 @@ int64 group_id = -1;
 Oid group_database = InvalidOid;
 int64 txn_group_id = -1;
 TransactionId txn_group_xid = InvalidTransactionId;
+
+// The relations the group was read from, whose invalidation forgets it.
+Oid local_group_relid = InvalidOid;
+Oid dist_node_relid = InvalidOid;
+bool callback_registered = false;
+
+void forget_group(Datum, Oid relid)
+{
+    if (relid == InvalidOid || relid == local_group_relid || relid == dist_node_relid) {
+        group_id = -1;
+        group_database = InvalidOid;
+        txn_group_id = -1;
+        txn_group_xid = InvalidTransactionId;
+    }
+}
 
 // The group id this generation may use (-1: read it first).
 int64 usable_group_id()
@@ -105,6 +125,12 @@ NoGroup read_group_id(int64* found, int* rows_out)
     int64 local;
     int rows;
     bool uncommitted = false;
+    if (!callback_registered) {
+        CacheRegisterRelcacheCallback(forget_group, (Datum)0);
+        callback_registered = true;
+    }
+    local_group_relid = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
+    dist_node_relid = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
     if (!local_group(&local, &rows, &uncommitted))
         return NoGroup::no_citus;
     *found = local;
@@ -216,9 +242,16 @@ public:
     {
         int64 local = -1;
         int rows = 0;
-        raise_no_group(read_group_id(&local, &rows), local, rows);
+        // Read first, then raise: C++ fixes no order among a call's
+        // arguments, so local and rows must not be passed beside the call
+        // that fills them.
+        const NoGroup why = read_group_id(&local, &rows);
+        raise_no_group(why, local, rows);
     }
     void waited() const override {}
+    // Citus' metadata changes committed by other backends, before the ID
+    // (cheap when there are none: a read of this backend's queue state).
+    void refresh() const override { AcceptInvalidationMessages(); }
     int64 take_counter(NodeCounter, int64) const override { return from_node_sequence; }
 };
 

@@ -67,6 +67,11 @@ public:
     virtual void wait(TimestampTz since, const Status& why) const = 0;
     // Ends the waits of a generation that got its ID after all.
     virtual void waited() const = 0;
+    // Before each ID, outside guarded() (it may ereport): brings what the
+    // source keeps of committed state up to date, so that an identity
+    // another backend changed is not used for one more ID. Citus: the
+    // invalidations of its metadata.
+    virtual void refresh() const {}
     // A value of `which` that no node took before, when this source hands
     // them out cluster-wide (may wait, and ereport); from_node_sequence when
     // the node takes them from its own sequences. `key_fingerprint` (not 0)
