@@ -140,3 +140,15 @@ SELECT shardid_set_call_number_key('default');
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 DROP ROLE call_key_clerk;
+
+-- A Citus coordinator hands out the cluster's counters to its workers
+-- (docs/citus.md): without Citus it is refused, saying why; an ordinary
+-- role may not call it at all.
+SELECT shardid_take_cluster_counter('generator', -1);
+\echo :LAST_ERROR_SQLSTATE
+CREATE ROLE counter_clerk;
+SET ROLE counter_clerk;
+SELECT shardid_take_cluster_counter('generator', -1);
+\echo :LAST_ERROR_SQLSTATE
+RESET ROLE;
+DROP ROLE counter_clerk;

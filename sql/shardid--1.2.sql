@@ -536,6 +536,13 @@ REVOKE EXECUTE ON FUNCTION shardid_key_apply(text, bytea, timestamptz) FROM PUBL
 COMMENT ON FUNCTION shardid_key_apply(text, bytea, timestamptz) IS
     'on a Citus worker, sent by the coordinator: key name arrives with its secret, or goes (secret NULL), '
     'or every key goes (name NULL) (superusers)';
+CREATE FUNCTION shardid_take_cluster_counter(counter text, above bigint) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_take_cluster_counter'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION shardid_take_cluster_counter(text, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint) IS
+    'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
+    'run id (''run'') above the worker''s floor; the coordinator hands out every one of the cluster (superusers)';
 CREATE FUNCTION shardid_sync_keys() RETURNS integer
     AS 'MODULE_PATHNAME', 'shardid_sync_keys'
     LANGUAGE C VOLATILE;

@@ -391,7 +391,7 @@ check "a malformed setting: decoding still works" "5" "$(q ts -c "SELECT shard F
 for mode in html truncated; do
     port=$((23880 + ${#mode}))
     python3 test/coord/proxy.py $port $mode & coord_pids+=($!)
-    sleep 0.3
+    wait_port $port || fail "the $mode stand-in did not listen"
     saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:$port"
     node_up "b$mode" $((base + 91 + ${#mode})) "" "shardid.etcd_wait = 1s" || stop_suite "b$mode did not start"
     ETCD_URLS=$saved

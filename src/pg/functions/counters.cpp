@@ -1,6 +1,7 @@
 // Counter-based schemes: DecimalId and call numbers. Both take values from
 // extension sequences (WAL-logged), flushed before any ID carries them, so
 // a crash never hands one out twice.
+#include <algorithm>
 #include <cstring>
 
 #include "pg/base/pg.hpp"
@@ -44,6 +45,7 @@ PG_FUNCTION_INFO_V1(shardid_next_call_number);
 PG_FUNCTION_INFO_V1(shardid_call_number_decode);
 PG_FUNCTION_INFO_V1(shardid_set_call_number_key);
 PG_FUNCTION_INFO_V1(shardid_call_number_compose);
+PG_FUNCTION_INFO_V1(shardid_take_cluster_counter);
 }
 
 namespace {
@@ -98,7 +100,9 @@ void restart_sequence_at(const Sequence& seq, int64 value)
 // DROP/CREATE EXTENSION, restored from a dump, or an ALTER SEQUENCE rolled
 // back) is moved past it in its own steps, so a progression keeps its
 // residue.
-int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint = 0)
+// `above` (the Citus coordinator handing a value to a worker): the value is
+// also above that worker's own floor.
+int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint = 0, int64 above = -1)
 {
     refuse_on_standby();
     // A source that hands out counters cluster-wide (etcd): no node took
@@ -116,7 +120,7 @@ int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint =
     }
     for (;;) {
         const int64 value = nextval_internal(seq.relid, false);
-        const int64 floor = counter_floor(which);
+        const int64 floor = std::max(counter_floor(which), above);
         if (value > floor) {
             XLogFlush(XactLastRecEnd);  // the sequence's own WAL record, durable before use
             if (claim_counter(which, value))
@@ -234,6 +238,47 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
 extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
 {
     PG_RETURN_INT64(install_generator(fcinfo, true));
+}
+
+// shardid_take_cluster_counter(counter, above): on a Citus coordinator, a
+// DecimalId generator id ('generator') or a call-number run id ('run') for
+// a worker, above `above` (the worker's own floor). The coordinator is the
+// one authority of both on a Citus cluster (src/pg/source/citus_source.cpp):
+// every value it hands out, to a worker or to itself, passes its own
+// counter floor, so none is handed out twice. Superusers only: a worker
+// calls it as its extension's owner, never as the role that generates.
+extern "C" Datum shardid_take_cluster_counter(PG_FUNCTION_ARGS)
+{
+    if (!superuser())
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+                        errmsg("permission denied for function shardid_take_cluster_counter"),
+                        errdetail("Workers of a Citus cluster take their counters from the coordinator as the "
+                                  "extension's owner; no other role needs to.")));
+    int64 group = -1;
+    if (const char* problem = citus_group_problem(&group); problem != nullptr || group != 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("shardid_take_cluster_counter() runs on a Citus coordinator"),
+                        problem != nullptr
+                            ? errdetail("%s.", problem)
+                            : errdetail("This node is a worker of a Citus cluster (group %lld).", (long long)group),
+                        errhint("Workers call it on the coordinator when they need a counter; it is not called by "
+                                "hand.")));
+    const char* counter = text_to_cstring(PG_GETARG_TEXT_PP(0));
+    const int64 above = PG_GETARG_INT64(1);
+    const bool generator = strcmp(counter, "generator") == 0;
+    if (!generator && strcmp(counter, "run") != 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("unknown counter \"%s\"", counter),
+                        errhint("The counters are \"generator\" (DecimalId) and \"run\" (call numbers).")));
+    const NodeCounter which = generator ? NodeCounter::generator : NodeCounter::run;
+    const Sequence seq = extension_sequence(fcinfo, generator ? "shardid_generator_seq" : "shardid_run_seq");
+    if (above < -1 || above >= seq.max)
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("no %s is above %lld", node_counter_name(which), (long long)above),
+                        errdetail("A floor is -1 (none) to %lld.", (long long)seq.max - 1)));
+    LockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    const int64 value = take_fresh(seq, which, 0, above);
+    UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    PG_RETURN_INT64(value);
 }
 
 extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)

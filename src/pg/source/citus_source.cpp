@@ -19,7 +19,18 @@
 // names, never under the old one.
 #include "pg/source/node_source.hpp"
 
+#include <cerrno>
+#include <cstdlib>
+
 extern "C" {
+#include "access/stratnum.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "utils/fmgroids.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/inval.h"
 #include "access/genam.h"
 #include "access/xact.h"
@@ -252,8 +263,107 @@ public:
     // Citus' metadata changes committed by other backends, before the ID
     // (cheap when there are none: a read of this backend's queue state).
     void refresh() const override { AcceptInvalidationMessages(); }
-    int64 take_counter(NodeCounter, int64) const override { return from_node_sequence; }
+    // DecimalId generator ids and call-number run ids have one authority
+    // on a Citus cluster, the coordinator (group 0): it takes them from its
+    // own sequences, and a worker asks it for each one
+    // (counter_from_coordinator()). Every node's sequences start at the
+    // same value, so a worker's own would repeat the coordinator's.
+    int64 take_counter(NodeCounter which, int64) const override
+    {
+        int64 local = -1;
+        int rows = 0;
+        const NoGroup why = read_group_id(&local, &rows);
+        raise_no_group(why, local, rows);
+        if (local == 0)
+            return from_node_sequence;
+        return counter_from_coordinator(which, counter_floor(which));
+    }
+
+private:
+    static int64 counter_from_coordinator(NodeCounter which, int64 above);
 };
+
+namespace {
+
+// The role that owns the extension (pg_extension.extowner), and its schema.
+Oid extension_owner(Oid ext, Oid* schema)
+{
+    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
+    SysScanDesc scan = systable_beginscan(rel, ExtensionOidIndexId, true, nullptr, 1, &key);
+    const HeapTuple tuple = systable_getnext(scan);
+    const auto* form = HeapTupleIsValid(tuple) ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tuple)) : nullptr;
+    const Oid owner = form != nullptr ? form->extowner : InvalidOid;
+    *schema = form != nullptr ? form->extnamespace : InvalidOid;
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    if (!OidIsValid(owner))
+        elog(ERROR, "could not find extension %u", ext);
+    return owner;
+}
+
+}  // namespace
+
+// One value of `which` above `above` from the coordinator, through Citus'
+// own connection (run_command_on_coordinator: a connection of its own,
+// committed there whatever this transaction does) as the extension's
+// owner, running shardid_take_cluster_counter() there, which flushes the
+// value's record before it answers. The answer is checked before use: a
+// whole number above `above` and within the counter's field.
+int64 CitusSource::counter_from_coordinator(NodeCounter which, int64 above)
+{
+    const NodeStateField& field = node_state_fields[int(which)];
+    const Oid ext = get_extension_oid("shardid", false);
+    Oid nsp = InvalidOid;
+    const Oid owner = extension_owner(ext, &nsp);
+    const char* schema = get_namespace_name(nsp);
+    const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld)", quote_identifier(schema),
+                                   quote_literal_cstr(field.keyword), (long long)above);
+    Oid save_user;
+    int save_sec;
+    GetUserIdAndSecContext(&save_user, &save_sec);
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "SPI_connect failed");
+    Oid argtype = TEXTOID;
+    Datum arg = CStringGetTextDatum(command);
+    const int rc = SPI_execute_with_args("SELECT success, result FROM pg_catalog.run_command_on_coordinator($1)", 1,
+                                         &argtype, &arg, nullptr, false, 0);
+    bool ok = false;
+    const char* result = nullptr;
+    if (rc == SPI_OK_SELECT && SPI_processed == 1) {
+        bool isnull = false;
+        const Datum success = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        ok = !isnull && DatumGetBool(success);
+        result = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+        if (result != nullptr)
+            result = MemoryContextStrdup(CurTransactionContext, result);
+    }
+    SPI_finish();
+    SetUserIdAndSecContext(save_user, save_sec);
+    // The coordinator's answer, as text (the error, when it failed): for
+    // the server log only, since it can name hosts and users.
+    const char* answer = result != nullptr ? result : "(none)";
+    char* end = nullptr;
+    errno = 0;
+    const long long value = ok && result != nullptr ? strtoll(result, &end, 10) : -1;
+    if (!ok || end == result || *end != '\0' || errno != 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("no %s could be taken from the Citus coordinator", field.counts),
+                        errdetail("On a Citus cluster the coordinator hands out every %s; this worker could not "
+                                  "get one from it.",
+                                  field.counts),
+                        errdetail_log("The coordinator answered: %s", answer),
+                        errhint("Check that the coordinator is up and in the metadata "
+                                "(citus_set_coordinator_host()), and see this worker's server log.")));
+    if (value <= above || value > field.max)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("the Citus coordinator handed out %s %lld, not one above %lld and at most %lld",
+                               field.counts, value, (long long)above, (long long)field.max),
+                        errhint("Check that the coordinator runs the same version of shardid.")));
+    return value;
+}
 
 const CitusSource citus;
 
