@@ -31,6 +31,7 @@
 #     (shardid.node_id_source = setting) gives duplicates.
 #   6 a backend open while its node joins a cluster issues its next ID
 #     under the node's new group, not the single-node cluster's 0.
+#   7 docs/setup/citus-trial.sh as docs/citus.md runs it, and its stop.
 set -u
 . scripts/lib.sh
 . scripts/roots.sh
@@ -130,6 +131,17 @@ sleep 0.5
 check "... and issued once shardid.shards on the node lists it" "5" \
     "$(q w1 -c "SELECT (instagram_decode(next_instagram_id(5))).shard" 2>&1)"
 q w1 -c "ALTER SYSTEM RESET shardid.shards" -c "SELECT pg_reload_conf()" >/dev/null
+# A declared shard that is another node's group id (issue 48: the
+# coordinator declaring 1 shared 13,734 to 27,632 of 100,000 Instagram IDs
+# with w1, group 1).
+q c -c "ALTER SYSTEM SET shardid.shards = '1,9'" -c "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+err=$(q_err c "SELECT next_instagram_id(1)")
+contains "a declared shard equal to another node's group (w1's 1) is refused (55000)" "$err" "55000"
+contains "... naming why" "$err" "shard 1 is the Citus group id of another node"
+check "... while a declared shard no node has as its group issues" "9" \
+    "$(q c -c "SELECT (instagram_decode(next_instagram_id(9))).shard" 2>&1)"
+q c -c "ALTER SYSTEM RESET shardid.shards" -c "SELECT pg_reload_conf()" >/dev/null
 q c -c "SELECT create_layout('two_nodes', '2024-01-01', '1 second', 41, 1, 12)" >/dev/null
 err=$(q_err w2 "SELECT next_id('two_nodes')")
 contains "a group id beyond a layout's node field is refused (55000)" "$err" "55000"
@@ -168,6 +180,40 @@ contains "a superuser's DELETE of a worker's ring is refused too" "$err" "55000"
 check "... and changes nothing" "$(ring c)" "$(ring w2)"
 err=$(q_err w1 "SELECT shardid_sync_keys()")
 contains "shardid_sync_keys() on a worker is refused (55000)" "$err" "shardid_sync_keys() runs on a Citus coordinator"
+# No secret in statement text (issue 48: the ring travelled as a literal
+# that pg_monitor roles read on the workers and a failed apply logged).
+# A pg_monitor role looks at w1 and at citus_stat_activity while the
+# coordinator's transaction that makes a key is still open.
+q c -c "CREATE ROLE watcher LOGIN IN ROLE pg_monitor" >/dev/null
+watch_q() { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[$1]}" -U watcher -d postgres -X -At -c "$2"; }
+watched=0f1e2d3c4b5a69788796a5b4c3d2e1f0
+q c -c "BEGIN" -c "SELECT create_obfuscation_key('watched', '\\x$watched')" -c "SELECT pg_sleep(4)" -c "COMMIT" >/dev/null &
+keyer=$!
+seen=""
+for _ in $(seq 30); do
+    seen=$(watch_q w1 "SELECT string_agg(query, ' | ') FROM pg_stat_activity WHERE query LIKE '%shardid_key_apply%' AND pid <> pg_backend_pid()")
+    [ -n "$seen" ] && break
+    sleep 0.1
+done
+seen_c=$(watch_q c "SELECT string_agg(query, ' | ') FROM citus_stat_activity WHERE query LIKE '%shardid_key_apply%' AND query NOT LIKE '%string_agg%'")
+wait $keyer
+contains "a pg_monitor role sees the key's apply statement on w1 while the coordinator's transaction is open" "$seen" "shardid_key_apply"
+lacks "... but not the secret in it" "$seen" "$watched"
+lacks "... nor in the coordinator's citus_stat_activity" "$seen_c" "$watched"
+check "... and the key reached w1" "$watched" "$(q w1 -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'watched'")"
+# An apply that fails on w2 (a key of that name w2 did not get from the
+# coordinator, planted past the trigger): w2 logs the statement of the
+# error (log_min_error_statement = error, the default), without the secret.
+q w2 -c "SET session_replication_role = replica" \
+    -c "INSERT INTO shardid_key (name, secret) VALUES ('clash', '\\x00000000000000000000000000000000')" >/dev/null
+clash=a1b2c3d4e5f60718293a4b5c6d7e8f90
+err=$(q_err c "SELECT create_obfuscation_key('clash', '\\x$clash')")
+contains "a key that clashes with w2's own is refused on the coordinator too (23505)" "$err" "23505"
+contains "w2's server log has the failed apply's statement" "$(cat "${cdir_of[w2]}/server.log")" "shardid_key_apply(\$1, \$2"
+lacks "... but not the secret" "$(cat "${cdir_of[w2]}/server.log")" "$clash"
+q w2 -c "SET session_replication_role = replica" -c "DELETE FROM shardid_key WHERE name = 'clash'" >/dev/null
+q c -c "SELECT drop_obfuscation_key('watched')" >/dev/null
+check "... and the rings agree again" "$(ring c)" "$(ring w2)"
 
 # --- 3: the load -----------------------------------------------------------------
 q c >/dev/null <<'SQL'
@@ -307,6 +353,27 @@ w4_group=$(q w4 -c "SELECT groupid FROM pg_dist_local_group")
 check "... added to the cluster, its group is a worker's" "t" "$([ "${w4_group:-0}" -gt 0 ] 2>/dev/null && echo t || echo "f (${w4_group:-none})")"
 check "... and a backend open since before the join issues its next ID under that group" "$w4_group" "$(ask_w4)"
 echo '\q' >&"${W4[1]}" 2>/dev/null
+
+# --- 7: docs/citus.md's trial, as written -------------------------------------------
+# su postgres -c 'sh -s' < docs/setup/citus-trial.sh, with its own directory
+# and ports; then the page's first statements on it, and its stop.
+trial=$cwork/trial
+tport=$((base + 10))
+out=$(as_pg env DIR="$trial" PG_PORT=$tport sh -s <docs/setup/citus-trial.sh 2>&1)
+check "citus-trial.sh: a coordinator and two workers, each node's id its group" "c (port $tport): citus, configured, node id 0
+w1 (port $((tport + 1))): citus, configured, node id 1
+w2 (port $((tport + 2))): citus, configured, node id 2
+psql -h 127.0.0.1 -p $tport -d postgres   # the coordinator; the workers are on $((tport + 1)) and $((tport + 2))" "$out"
+got=$(as_pg "$PG_BIN/psql" -X -q -At -h 127.0.0.1 -p $tport -d postgres \
+    -c "CREATE TABLE events (id bigint DEFAULT next_trace_id(), tenant int NOT NULL, payload jsonb)" \
+    -c "SELECT create_distributed_table('events', 'tenant')" \
+    -c "INSERT INTO events (tenant, payload) VALUES (42, '{}') RETURNING (trace_id_decode(id)).node_no" 2>&1 | tail -1)
+check "... the page's distributed table takes an ID from the coordinator, group 0" "0" "$got"
+check "... and a worker's DecimalId carries a generator id the coordinator handed out" "t" \
+    "$(as_pg "$PG_BIN/psql" -X -At -h 127.0.0.1 -p $((tport + 1)) -d postgres -c "SELECT (decimal_id_decode(next_decimal_id())).generator_id > 0" 2>&1)"
+as_pg env DIR="$trial" PG_PORT=$tport sh -s stop <docs/setup/citus-trial.sh
+check "citus-trial.sh stop: the servers stop, the directory goes" "gone" \
+    "$([ ! -e "$trial" ] && ! pgrep -f "$trial/" >/dev/null && echo gone)"
 
 for n in c w1 w2 w3 w4; do
     grep -q "was terminated by signal\|server process .* terminated" "${cdir_of[$n]}/server.log" &&

@@ -120,7 +120,11 @@ echo "# a 3 s etcd pause: scrape before: $before; scrape after: $after (state|ex
 check "a 3 s pause: a later scrape still finds the state held" "held" "${after%%|*}"
 IFS='|' read -r _ ep0 es0 rl0 <<<"$before"
 IFS='|' read -r _ ep1 es1 rl1 <<<"$after"
-check "... but expiring_episodes counted the episode" "$((ep0 + 1))" "$ep1"
+# At least the pause's episode: on a busy machine (a background build) a
+# renewal can also be late by itself, and counts as an episode of its own.
+[ "${ep1:-0}" -ge $((ep0 + 1)) ] 2>/dev/null &&
+    pass "... but expiring_episodes counted the episode ($ep0 -> $ep1)" ||
+    fail "... expiring_episodes went from $ep0 to $ep1, not up"
 awk -v a="$es0" -v b="$es1" 'BEGIN { exit !(b - a > 0.3 && b - a < 3.5) }' &&
     pass "... expiring_seconds grew by $(awk -v a="$es0" -v b="$es1" 'BEGIN { printf "%.1f", b - a }') s (within the 3 s pause)" ||
     fail "... expiring_seconds went from $es0 to $es1"

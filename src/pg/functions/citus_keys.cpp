@@ -29,6 +29,8 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "commands/extension.h"
 #include "commands/trigger.h"
 #include "executor/spi.h"
@@ -58,59 +60,67 @@ namespace {
 // writes a worker's ring takes.
 bool applying = false;
 
-// Citus' own way to run a command on every worker with metadata within
-// the coordinated transaction (worker_transaction.c; exported by citus.so
-// since Citus 11). Citus is loaded wherever its metadata exists: it runs
-// only from shared_preload_libraries.
-void send_to_workers(const char* command)
+// One change of the ring for every worker: shardid_key_apply(name, secret,
+// created_at), each NULL when not given: the key arrives (secret given),
+// goes (secret NULL), or every key goes (name NULL). The values travel as
+// parameters of a fixed statement, never in its text: a worker's
+// pg_stat_activity, the coordinator's citus_stat_activity, pg_stat_statements
+// and a server log that records the statement of an error
+// (log_min_error_statement) show "$2", not the secret.
+struct KeyChange {
+    const char* name = nullptr;
+    bytea* secret = nullptr;
+    TimestampTz created_at = 0;
+};
+
+// Citus' own way to run a command with parameters on every other node with
+// metadata within the coordinated transaction, two-phase committed
+// (SendCommandToRemoteMetadataNodesParams(), worker_transaction.c, exported
+// by citus.so). Citus is loaded wherever its metadata exists: it runs only
+// from shared_preload_libraries.
+void send_to_workers(Oid nsp, const KeyChange& change)
 {
-    using Send = void (*)(const char*);
+    using Send = void (*)(const char*, const char*, int, const Oid*, const char* const*);
     static Send send = nullptr;
     if (send == nullptr)
         send = reinterpret_cast<Send>(
-            load_external_function("$libdir/citus", "SendCommandToWorkersWithMetadata", true, nullptr));
-    send(command);
-}
-
-// "SELECT <schema>.shardid_key_apply(name, secret, created_at)", each NULL
-// when not given: the key arrives (secret given), goes (secret NULL), or
-// every key goes (name NULL).
-char* apply_command(Oid nsp, const char* name, bytea* secret, TimestampTz created_at)
-{
-    StringInfoData s;
-    initStringInfo(&s);
-    appendStringInfo(&s, "SELECT %s.shardid_key_apply(%s::pg_catalog.text, ", quote_identifier(get_namespace_name(nsp)),
-                     name ? quote_literal_cstr(name) : "NULL");
-    if (secret == nullptr) {
-        appendStringInfoString(&s, "NULL::pg_catalog.bytea, NULL::pg_catalog.timestamptz)");
-        return s.data;
-    }
-    appendStringInfoString(&s, "'\\x");
-    const uint8_t* b = reinterpret_cast<const uint8_t*>(VARDATA_ANY(secret));
-    for (size_t i = 0; i < VARSIZE_ANY_EXHDR(secret); i++)
-        appendStringInfo(&s, "%02x", b[i]);
+            load_external_function("$libdir/citus", "SendCommandToRemoteMetadataNodesParams", true, nullptr));
     // The time as microseconds from the Unix epoch: read the same whatever
     // the worker connection's DateStyle.
-    const int64 unix_us = created_at + int64(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY;
-    appendStringInfo(&s,
-                     "'::pg_catalog.bytea, pg_catalog.timestamptz 'epoch' OPERATOR(pg_catalog.+) "
-                     "(%lld OPERATOR(pg_catalog.*) pg_catalog.interval '1 microsecond'))",
-                     (long long)unix_us);
-    return s.data;
+    const char* command =
+        psprintf("SELECT %s.shardid_key_apply($1, $2, pg_catalog.timestamptz 'epoch' OPERATOR(pg_catalog.+) "
+                 "($3 OPERATOR(pg_catalog.*) pg_catalog.interval '1 microsecond'))",
+                 quote_identifier(get_namespace_name(nsp)));
+    const Oid types[3] = {TEXTOID, BYTEAOID, INT8OID};
+    const char* values[3] = {change.name, nullptr, nullptr};
+    if (change.secret != nullptr) {
+        StringInfoData hex;
+        initStringInfo(&hex);
+        appendStringInfoString(&hex, "\\x");
+        const uint8_t* b = reinterpret_cast<const uint8_t*>(VARDATA_ANY(change.secret));
+        for (size_t i = 0; i < VARSIZE_ANY_EXHDR(change.secret); i++)
+            appendStringInfo(&hex, "%02x", b[i]);
+        values[1] = hex.data;
+        values[2] = psprintf(
+            "%lld", (long long)(change.created_at + int64(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY));
+    }
+    send(command, GetUserNameFromId(GetUserId(), false), 3, types, values);
 }
 
-// The apply command for one row of the ring (desc: the ring's).
-char* row_command(Oid nsp, HeapTuple row, TupleDesc desc, bool arrives)
+// The change of one row of the ring (desc: the ring's).
+KeyChange row_change(HeapTuple row, TupleDesc desc, bool arrives)
 {
     bool isnull;
-    const char* name = TextDatumGetCString(heap_getattr(row, 1, desc, &isnull));
-    if (!arrives)
-        return apply_command(nsp, name, nullptr, 0);
-    bytea* secret = DatumGetByteaPP(heap_getattr(row, 2, desc, &isnull));
-    return apply_command(nsp, name, secret, DatumGetTimestampTz(heap_getattr(row, 3, desc, &isnull)));
+    KeyChange change;
+    change.name = TextDatumGetCString(heap_getattr(row, 1, desc, &isnull));
+    if (arrives) {
+        change.secret = DatumGetByteaPP(heap_getattr(row, 2, desc, &isnull));
+        change.created_at = DatumGetTimestampTz(heap_getattr(row, 3, desc, &isnull));
+    }
+    return change;
 }
 
-// The ring's columns, in the order row_command() reads them.
+// The ring's columns, in the order row_change() reads them.
 void check_ring_columns(TupleDesc desc)
 {
     if (desc->natts < 4 || strcmp(NameStr(TupleDescAttr(desc, 0)->attname), "name") != 0 ||
@@ -143,7 +153,7 @@ int send_ring(Oid nsp)
     check_ring_columns(t.desc);
     ListCell* lc;
     foreach (lc, t.rows)
-        send_to_workers(row_command(nsp, static_cast<HeapTuple>(lfirst(lc)), t.desc, true));
+        send_to_workers(nsp, row_change(static_cast<HeapTuple>(lfirst(lc)), t.desc, true));
     return list_length(t.rows);
 }
 
@@ -197,14 +207,14 @@ extern "C" Datum shardid_key_ring_spread(PG_FUNCTION_ARGS)
     const TupleDesc desc = RelationGetDescr(td->tg_relation);
     check_ring_columns(desc);
     if (!row)
-        send_to_workers(apply_command(nsp, nullptr, nullptr, 0));
+        send_to_workers(nsp, KeyChange{});
     else if (TRIGGER_FIRED_BY_INSERT(td->tg_event))
-        send_to_workers(row_command(nsp, td->tg_trigtuple, desc, true));
+        send_to_workers(nsp, row_change(td->tg_trigtuple, desc, true));
     else if (TRIGGER_FIRED_BY_DELETE(td->tg_event))
-        send_to_workers(row_command(nsp, td->tg_trigtuple, desc, false));
+        send_to_workers(nsp, row_change(td->tg_trigtuple, desc, false));
     else {
-        send_to_workers(row_command(nsp, td->tg_trigtuple, desc, false));
-        send_to_workers(row_command(nsp, td->tg_newtuple, desc, true));
+        send_to_workers(nsp, row_change(td->tg_trigtuple, desc, false));
+        send_to_workers(nsp, row_change(td->tg_newtuple, desc, true));
     }
     return PointerGetDatum(result);
 }

@@ -18,6 +18,7 @@
 // updated issues its next ID under the group the committed metadata
 // names, never under the old one.
 #include "pg/source/node_source.hpp"
+#include "pg/source/shard_claims.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -62,6 +63,16 @@ Oid local_group_relid = InvalidOid;
 Oid dist_node_relid = InvalidOid;
 bool callback_registered = false;
 
+// Every node's group id in pg_dist_node, for explicit shards: a declared
+// shard equal to another node's group would share that group's field
+// values. -1: not read (read before the next ID, outside generation);
+// kept only while the rows read were committed ones.
+constexpr int max_groups = 4096;
+int32 groups[max_groups];
+int n_groups = -1;
+bool groups_overflow = false;
+bool n_groups_stale = false;  // read from uncommitted rows: read again
+
 void forget_group(Datum, Oid relid)
 {
     if (relid == InvalidOid || relid == local_group_relid || relid == dist_node_relid) {
@@ -69,6 +80,7 @@ void forget_group(Datum, Oid relid)
         group_database = InvalidOid;
         txn_group_id = -1;
         txn_group_xid = InvalidTransactionId;
+        n_groups = -1;
     }
 }
 
@@ -167,6 +179,31 @@ NoGroup read_group_id(int64* found, int* rows_out)
     return NoGroup::none;
 }
 
+// Reads every group id of pg_dist_node into groups (none without Citus).
+// Rows this transaction wrote are used for this ID only: read again next
+// time.
+void read_groups()
+{
+    bool uncommitted = false;
+    int n = 0;
+    bool overflow = false;
+    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32 g) {
+        for (int i = 0; i < n; i++)
+            if (groups[i] == g)
+                return true;
+        if (n == max_groups) {
+            overflow = true;
+            return false;
+        }
+        groups[n++] = g;
+        return true;
+    });
+    n_groups = n;
+    groups_overflow = overflow;
+    if (uncommitted)
+        n_groups_stale = true;
+}
+
 // Raises 55000 saying why (not none).
 void raise_no_group(NoGroup why, int64 local, int rows)
 {
@@ -245,7 +282,30 @@ public:
                                      "shards this node owns in shardid.shards in postgresql.conf and reload.");
             return false;
         }
-        return declared_shard(value, status);
+        if (!declared_shard(value, status))
+            return false;
+        // Declared here, but another node's group id: that node writes the
+        // same value into the same field.
+        const int64 own = usable_group_id();
+        bool other = groups_overflow || n_groups < 0;
+        for (int i = 0; !other && i < n_groups; i++)
+            other = groups[i] == int64(value) && groups[i] != own;
+        if (other) {
+            note_claim_refusal(ClaimRefusal::outside_shards);
+            *status = Status::fail(Error::not_configured,
+                                   groups_overflow || n_groups < 0
+                                       ? "shard %llu cannot be checked against the cluster's group ids"
+                                       : "shard %llu is the Citus group id of another node",
+                                   (unsigned long long)value)
+                          .with_detail("With shardid.node_id_source = citus each node writes its group id into "
+                                       "the shard field; shardid.shards = '%s' declares this value, and it is, "
+                                       "or could not be shown not to be, another node's group in pg_dist_node.",
+                                       shards_setting)
+                          .with_hint("Declare shards above the highest group id the cluster will use, or write "
+                                     "the shard's rows on the node whose group it is.");
+            return false;
+        }
+        return true;
     }
 
     bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
@@ -262,7 +322,14 @@ public:
     void waited() const override {}
     // Citus' metadata changes committed by other backends, before the ID
     // (cheap when there are none: a read of this backend's queue state).
-    void refresh() const override { AcceptInvalidationMessages(); }
+    void refresh() const override
+    {
+        AcceptInvalidationMessages();
+        if (n_groups < 0 || n_groups_stale) {
+            n_groups_stale = false;
+            read_groups();
+        }
+    }
     // DecimalId generator ids and call-number run ids have one authority
     // on a Citus cluster, the coordinator (group 0): it takes them from its
     // own sequences, and a worker asks it for each one
