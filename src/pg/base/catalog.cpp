@@ -3,10 +3,14 @@
 #include "pg/base/catalog.hpp"
 
 extern "C" {
+#include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/tableam.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "utils/fmgroids.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -64,6 +68,25 @@ Datum row_value(const TableRows& t, HeapTuple row, const char* column)
     }
     elog(ERROR, "column \"%s\" of a shardid table is missing", column);
     pg_unreachable();
+}
+
+ExtensionRow shardid_extension()
+{
+    ScanKeyData key;
+    ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum("shardid"));
+    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
+    SysScanDesc scan = systable_beginscan(rel, ExtensionNameIndexId, true, nullptr, 1, &key);
+    const HeapTuple tuple = systable_getnext(scan);
+    ExtensionRow row{InvalidOid, InvalidOid};
+    if (HeapTupleIsValid(tuple)) {
+        const auto* form = reinterpret_cast<Form_pg_extension>(GETSTRUCT(tuple));
+        row = ExtensionRow{form->extnamespace, form->extowner};
+    }
+    systable_endscan(scan);
+    table_close(rel, AccessShareLock);
+    if (!OidIsValid(row.schema))
+        elog(ERROR, "extension shardid is not installed");
+    return row;
 }
 
 }  // namespace shardid::pg

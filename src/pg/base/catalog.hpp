@@ -30,4 +30,13 @@ TableRows rows_with_key(Oid nsp, const char* table, const char* column, const ch
 // Column `column` of a row from rows_with_key(); ereports on NULL.
 Datum row_value(const TableRows& t, HeapTuple row, const char* column);
 
+// Extension shardid's row of pg_extension: its schema and its owner
+// (PostgreSQL 15 exports no lookup of either). ereports when shardid is
+// not installed in this database.
+struct ExtensionRow {
+    Oid schema;
+    Oid owner;
+};
+ExtensionRow shardid_extension();
+
 }  // namespace shardid::pg

@@ -129,22 +129,6 @@ void check_ring_columns(TupleDesc desc)
         elog(ERROR, "shardid_key does not have the columns name, secret, created_at");
 }
 
-// The schema of extension shardid (PostgreSQL 15 exports no lookup).
-Oid shardid_schema()
-{
-    ScanKeyData key;
-    ScanKeyInit(&key, Anum_pg_extension_extname, BTEqualStrategyNumber, F_NAMEEQ, CStringGetDatum("shardid"));
-    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
-    SysScanDesc scan = systable_beginscan(rel, ExtensionNameIndexId, true, nullptr, 1, &key);
-    const HeapTuple tuple = systable_getnext(scan);
-    const Oid nsp = HeapTupleIsValid(tuple) ? ((Form_pg_extension)GETSTRUCT(tuple))->extnamespace : InvalidOid;
-    systable_endscan(scan);
-    table_close(rel, AccessShareLock);
-    if (!OidIsValid(nsp))
-        elog(ERROR, "extension shardid is not installed");
-    return nsp;
-}
-
 // Sends every key of this coordinator's ring to every worker; the number
 // sent.
 int send_ring(Oid nsp)
@@ -170,7 +154,7 @@ void apply_sql(const char* sql, int nargs, Oid* types, Datum* values, const char
 void key_ring_created()
 {
     if (citus_local_group() == 0)
-        send_ring(shardid_schema());
+        send_ring(shardid_extension().schema);
 }
 
 }  // namespace shardid::pg

@@ -24,12 +24,7 @@
 #include <cstdlib>
 
 extern "C" {
-#include "access/stratnum.h"
-#include "catalog/indexing.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_type.h"
-#include "utils/fmgroids.h"
-#include "commands/extension.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -44,6 +39,7 @@ extern "C" {
 }
 
 #include "core/schemes.hpp"
+#include "pg/base/catalog.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/settings.hpp"
 
@@ -350,28 +346,6 @@ private:
     static int64 counter_from_coordinator(NodeCounter which, int64 above);
 };
 
-namespace {
-
-// The role that owns the extension (pg_extension.extowner), and its schema.
-Oid extension_owner(Oid ext, Oid* schema)
-{
-    Relation rel = table_open(ExtensionRelationId, AccessShareLock);
-    ScanKeyData key;
-    ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(ext));
-    SysScanDesc scan = systable_beginscan(rel, ExtensionOidIndexId, true, nullptr, 1, &key);
-    const HeapTuple tuple = systable_getnext(scan);
-    const auto* form = HeapTupleIsValid(tuple) ? reinterpret_cast<Form_pg_extension>(GETSTRUCT(tuple)) : nullptr;
-    const Oid owner = form != nullptr ? form->extowner : InvalidOid;
-    *schema = form != nullptr ? form->extnamespace : InvalidOid;
-    systable_endscan(scan);
-    table_close(rel, AccessShareLock);
-    if (!OidIsValid(owner))
-        elog(ERROR, "could not find extension %u", ext);
-    return owner;
-}
-
-}  // namespace
-
 // One value of `which` above `above` from the coordinator, through Citus'
 // own connection (run_command_on_coordinator: a connection of its own,
 // committed there whatever this transaction does) as the extension's
@@ -381,10 +355,9 @@ Oid extension_owner(Oid ext, Oid* schema)
 int64 CitusSource::counter_from_coordinator(NodeCounter which, int64 above)
 {
     const NodeStateField& field = node_state_fields[int(which)];
-    const Oid ext = get_extension_oid("shardid", false);
-    Oid nsp = InvalidOid;
-    const Oid owner = extension_owner(ext, &nsp);
-    const char* schema = get_namespace_name(nsp);
+    const ExtensionRow ext = shardid_extension();
+    const Oid owner = ext.owner;
+    const char* schema = get_namespace_name(ext.schema);
     const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld)", quote_identifier(schema),
                                    quote_literal_cstr(field.keyword), (long long)above);
     Oid save_user;
