@@ -82,10 +82,14 @@ printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 
 # fresh_run CMD...: CMD inside the root as root, with /proc, /sys, /dev/pts
-# and a /dev/shm of its own; the mounts vanish with the command.
+# and a /dev/shm of its own; the mounts vanish with the command. The root
+# is bind-mounted onto itself first, so that its / is a mount point as on
+# a machine: scripts/roots.sh's own namespaces (unshare --propagation
+# private) refuse a / that is not one.
 fresh_run() {
     unshare --mount --propagation private --fork sh -c '
         dir=$1; shift
+        mount --bind "$dir" "$dir" &&
         mount -t proc proc "$dir/proc" &&
         mount -t sysfs sysfs "$dir/sys" &&
         mount -t tmpfs -o mode=1777 tmpfs "$dir/dev/shm" &&
