@@ -331,7 +331,13 @@ grep -q '^PASS negative control' <<<"$out" || grep -q '^FAIL' <<<"$out" || fail 
 # Every generator on the three nodes, as in section 1: the counts a
 # cluster without one owner per value gives.
 every_generator c w1 w2
-for scheme in trace snowflake decimal call; do
+# DecimalIds and call numbers: a figure only (after section 1 each node's
+# floor differs, so their own sequences may or may not meet again).
+for scheme in decimal call; do
+    read -r shared total <<<"$(dups "$scheme")"
+    echo "# negative control: $scheme: $shared of $total values shared"
+done
+for scheme in trace snowflake; do
     read -r shared total <<<"$(dups "$scheme")"
     echo "# negative control: $scheme: $shared of $total values shared"
     [ "$shared" -gt 0 ] 2>/dev/null && pass "negative control: every node on one id, $scheme values repeat ($shared of $total)" ||
