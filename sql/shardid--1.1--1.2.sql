@@ -250,6 +250,9 @@ COMMENT ON FUNCTION decimal_id_generator_progression(integer, integer) IS
 ALTER TABLE shardid_key ADD COLUMN made_by_install boolean NOT NULL DEFAULT false;
 COMMENT ON COLUMN shardid_key.made_by_install IS
     'made by CREATE EXTENSION (the default key): a restored key of the same name replaces it';
+ALTER TABLE shardid_key ADD COLUMN from_coordinator boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN shardid_key.from_coordinator IS
+    'on a Citus worker: sent by the coordinator, which replaces it when its own changes (shardid_sync_keys())';
 INSERT INTO shardid_key (name, secret, made_by_install)
 SELECT 'default', shardid_random_key(), true
 WHERE NOT EXISTS (SELECT FROM shardid_key k WHERE k.name OPERATOR(pg_catalog.=) 'default');
@@ -310,7 +313,7 @@ CREATE FUNCTION shardid_key_apply(name text, secret bytea, created_at timestampt
 REVOKE EXECUTE ON FUNCTION shardid_key_apply(text, bytea, timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION shardid_key_apply(text, bytea, timestamptz) IS
     'on a Citus worker, sent by the coordinator: key name arrives with its secret, or goes (secret NULL), '
-    'or every key goes (name NULL) (superusers)';
+    'or every key it sent or CREATE EXTENSION made goes (name NULL) (superusers)';
 CREATE FUNCTION shardid_take_cluster_counter(counter text, above bigint) RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_take_cluster_counter'
     LANGUAGE C VOLATILE STRICT;
@@ -323,8 +326,8 @@ CREATE FUNCTION shardid_sync_keys() RETURNS integer
     LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION shardid_sync_keys() FROM PUBLIC;
 COMMENT ON FUNCTION shardid_sync_keys() IS
-    'on a Citus coordinator: send every key of the key ring to every worker (after citus_add_node); '
-    'the number of keys sent (superusers)';
+    'on a Citus coordinator: make every worker''s key ring the coordinator''s (after citus_add_node, or for a worker '
+    'that missed a change); the number of workers reached, a WARNING for each one Citus cannot reach (superusers)';
 
 CREATE OR REPLACE FUNCTION create_obfuscation_key(name text, secret bytea DEFAULT NULL) RETURNS void
     LANGUAGE plpgsql

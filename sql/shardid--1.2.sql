@@ -469,7 +469,8 @@ CREATE TABLE shardid_key (
     name       text PRIMARY KEY CHECK (name ~ '^[a-z0-9_]{1,63}$'),
     secret     bytea NOT NULL CHECK (length(secret) = 16),
     created_at timestamptz NOT NULL DEFAULT now(),
-    made_by_install boolean NOT NULL DEFAULT false
+    made_by_install boolean NOT NULL DEFAULT false,
+    from_coordinator boolean NOT NULL DEFAULT false
 );
 COMMENT ON TABLE shardid_key IS
     'secrets of obfuscate_id/reveal_id and of the call-number shuffle; superusers only; dumped by pg_dump; '
@@ -477,6 +478,8 @@ COMMENT ON TABLE shardid_key IS
 
 COMMENT ON COLUMN shardid_key.made_by_install IS
     'made by CREATE EXTENSION (the default key): a restored key of the same name replaces it';
+COMMENT ON COLUMN shardid_key.from_coordinator IS
+    'on a Citus worker: sent by the coordinator, which replaces it when its own changes (shardid_sync_keys())';
 REVOKE ALL ON shardid_key FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('shardid_key', '');
 CREATE TRIGGER shardid_key_ring_changed
@@ -535,7 +538,7 @@ CREATE FUNCTION shardid_key_apply(name text, secret bytea, created_at timestampt
 REVOKE EXECUTE ON FUNCTION shardid_key_apply(text, bytea, timestamptz) FROM PUBLIC;
 COMMENT ON FUNCTION shardid_key_apply(text, bytea, timestamptz) IS
     'on a Citus worker, sent by the coordinator: key name arrives with its secret, or goes (secret NULL), '
-    'or every key goes (name NULL) (superusers)';
+    'or every key it sent or CREATE EXTENSION made goes (name NULL) (superusers)';
 CREATE FUNCTION shardid_take_cluster_counter(counter text, above bigint) RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_take_cluster_counter'
     LANGUAGE C VOLATILE STRICT;
@@ -548,8 +551,8 @@ CREATE FUNCTION shardid_sync_keys() RETURNS integer
     LANGUAGE C VOLATILE;
 REVOKE EXECUTE ON FUNCTION shardid_sync_keys() FROM PUBLIC;
 COMMENT ON FUNCTION shardid_sync_keys() IS
-    'on a Citus coordinator: send every key of the key ring to every worker (after citus_add_node); '
-    'the number of keys sent (superusers)';
+    'on a Citus coordinator: make every worker''s key ring the coordinator''s (after citus_add_node, or for a worker '
+    'that missed a change); the number of workers reached, a WARNING for each one Citus cannot reach (superusers)';
 
 CREATE FUNCTION shardid_random_key() RETURNS bytea
     AS 'MODULE_PATHNAME', 'shardid_random_key'

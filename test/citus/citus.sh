@@ -17,6 +17,9 @@
 #   2b the key ring: the coordinator's, on every worker, from CREATE
 #     EXTENSION and with every change, or with none (a rollback); a
 #     worker's own writes refused.
+#   2c a worker that missed a ring change (disabled, then without
+#     metadata) refuses its stale copy; shardid_sync_keys() repairs it
+#     and names the workers it cannot reach.
 #   3 a load through all three nodes for CITUS_SECONDS (60) on every write
 #     path (test/citus/load.py: router, multi-row, COPY, reference table,
 #     tenant schemas, INSERT ... SELECT pushed down and repartitioned),
@@ -215,6 +218,59 @@ q w2 -c "SET session_replication_role = replica" -c "DELETE FROM shardid_key WHE
 q c -c "SELECT drop_obfuscation_key('watched')" >/dev/null
 check "... and the rings agree again" "$(ring c)" "$(ring w2)"
 
+# --- 2c: a worker that missed a change of the ring -------------------------------------
+# Citus sends a change only to active workers with metadata (issue 48: keys
+# changed while w2 was disabled, then w2 activated: w2 obfuscated and
+# revealed with the old secret, no error, and shardid_sync_keys() failed
+# with 23505; a worker without metadata obfuscated with its own key).
+# A backend on w2 stays open throughout, having used the key before.
+w2port=${cport_of[w2]}
+q c -c "SELECT create_obfuscation_key('rotating')" >/dev/null
+coproc W2 { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$w2port" -U postgres -X -At -v VERBOSITY=terse 2>&1; }
+ask_w2() { echo "$1" >&"${W2[1]}"; read -r -t 30 answer <&"${W2[0]}" || answer=none; echo "$answer"; }
+check "w2 obfuscates with the coordinator's key 'rotating'" "$(q c -c "SELECT obfuscate_id(42, 'rotating')")" \
+    "$(ask_w2 "SELECT obfuscate_id(42, 'rotating');")"
+q c -c "SELECT citus_disable_node('127.0.0.1', $w2port, synchronous := true)" >/dev/null 2>&1 ||
+    fail "citus_disable_node(w2) failed"
+q c -c "SELECT drop_obfuscation_key('rotating')" -c "SELECT create_obfuscation_key('rotating')" >/dev/null
+check "while w2 is disabled, a key changed on the coordinator does not reach it" "f" \
+    "$(q c -At -c "SELECT secret = '\\x$(q w2 -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'rotating'")' FROM shardid_key WHERE name = 'rotating'")"
+q c -c "SELECT citus_activate_node('127.0.0.1', $w2port)" >/dev/null 2>&1 || fail "citus_activate_node(w2) failed"
+opaque_r=$(q c -c "SELECT obfuscate_id(42, 'rotating')")
+err=$(q_err w2 "SELECT obfuscate_id(42, 'rotating')")
+contains "activated again, w2 refuses to obfuscate with its stale copy (55000)" "$err" "55000"
+contains "... saying it differs from the coordinator's" "$err" "differs from the coordinator's"
+contains "... with the hint to run shardid_sync_keys()" "$err" "shardid_sync_keys()"
+err=$(q_err w2 "SELECT reveal_id($opaque_r, 'rotating')")
+contains "... and to reveal with it (before: a wrong number, no error)" "$err" "55000"
+contains "the backend open on w2 since before refuses too" "$(ask_w2 "SELECT obfuscate_id(42, 'rotating');")" \
+    "differs from the coordinator's"
+check "shardid_sync_keys() repairs w2 (before: 23505) and counts the workers it reached" "2" \
+    "$(q c -c "SELECT shardid_sync_keys()" 2>&1)"
+check "... w2's ring is the coordinator's" "$(ring c)" "$(ring w2)"
+check "... and w2 reveals what the coordinator obfuscated" "42" "$(q w2 -c "SELECT reveal_id($opaque_r, 'rotating')" 2>&1)"
+check "... in the open backend too" "$opaque_r" "$(ask_w2 "SELECT obfuscate_id(42, 'rotating');")"
+echo '\q' >&"${W2[1]}" 2>/dev/null
+# A worker without metadata: a distributed SELECT evaluates obfuscate_id()
+# on it (before: 1,000 of 1,000 values differed from the coordinator's).
+q c -c "CREATE TABLE ring_rows (k int, v bigint)" -c "SELECT create_distributed_table('ring_rows', 'k', shard_count := 4)" \
+    -c "INSERT INTO ring_rows SELECT g, g FROM generate_series(1, 1000) g" >/dev/null
+q c -c "SELECT stop_metadata_sync_to_node('127.0.0.1', $w2port)" >/dev/null 2>&1 || fail "stop_metadata_sync_to_node(w2) failed"
+err=$(q_err c "SELECT count(*) FROM ring_rows WHERE obfuscate_id(v, 'rotating') IS NOT NULL")
+contains "a distributed SELECT that obfuscates on w2, without metadata, is refused (55000)" "$err" "55000"
+contains "... saying w2 has no metadata" "$err" "without metadata"
+out=$(q c -c "SELECT shardid_sync_keys()" 2>&1)
+contains "shardid_sync_keys() names w2, which Citus does not reach" "$out" "Citus worker 127.0.0.1:$w2port (group 2) does not get the key ring"
+check "... and counts only w1 as reached (before: '2 keys sent', none arrived)" "1" "$(echo "$out" | tail -1)"
+q c -c "SELECT start_metadata_sync_to_node('127.0.0.1', $w2port)" >/dev/null 2>&1 || fail "start_metadata_sync_to_node(w2) failed"
+# The workers obfuscate in the materialized CTE; the coordinator, outside it.
+same_as_c="WITH d AS MATERIALIZED (SELECT v, obfuscate_id(v, 'rotating') AS o FROM ring_rows)
+    SELECT count(*) FROM d WHERE d.o = obfuscate_id(d.v, 'rotating')"
+q c -c "SELECT shardid_sync_keys()" >/dev/null
+check "with metadata again and synced, every row obfuscates on its worker as on the coordinator" "1000" \
+    "$(q c -c "$same_as_c" 2>&1)"
+q c -c "DROP TABLE ring_rows" -c "SELECT drop_obfuscation_key('rotating')" >/dev/null
+
 # --- 3: the load -----------------------------------------------------------------
 q c >/dev/null <<'SQL'
 CREATE TABLE events (id bigint NOT NULL DEFAULT next_trace_id(), tenant int NOT NULL, note text);
@@ -266,7 +322,7 @@ check "w3, added after the layout was made, has it and issues under group 3" "3"
 err=$(q_err w3 "SELECT obfuscate_id(1)")
 contains "w3's own default key (made when Citus added it) is refused until it has the coordinator's (55000)" "$err" "55000"
 contains "... with the hint to run shardid_sync_keys()" "$err" "shardid_sync_keys()"
-check "shardid_sync_keys() on the coordinator sends its ring" "$(q c -c "SELECT count(*) FROM shardid_key")" \
+check "shardid_sync_keys() on the coordinator sends its ring to the three workers" "3" \
     "$(q c -c "SELECT shardid_sync_keys()")"
 check "... and w3's ring is the coordinator's" "$(ring c)" "$(ring w3)"
 check "... so w3 reveals the coordinator's obfuscated ID" "123456789" "$(q w3 -c "SELECT reveal_id($opaque)" 2>&1)"

@@ -88,7 +88,11 @@ int64_t Holder::expiring_from_ms(int64_t now) const
 
 // A renewal etcd answered after it was due: counted, and an episode of
 // `expiring` that publish_state() did not see (the request blocked the
-// loop meanwhile) counted from when renewals became late.
+// loop meanwhile) begins when renewals became late. publish_state() ends
+// it: the renewal's fence counts from when the request was sent, so after
+// a long block the state can stay `expiring` until the next renewal, and
+// that is the same episode (ending it here made publish_state() count a
+// second one for one etcd pause).
 void Holder::note_late_renewal()
 {
     const int64_t now = fence_clock_ms();
@@ -97,7 +101,7 @@ void Holder::note_late_renewal()
     c.renewals_late++;
     if (c.expiring_since == 0) {
         c.expiring_episodes++;
-        c.expiring_ms += now - expiring_from_ms(now);
+        c.expiring_since = expiring_from_ms(now);
     }
     SpinLockRelease(&c.mutex);
 }

@@ -18,9 +18,15 @@
 //   makes a random `default`) is refused when read (keys.cpp) until the
 //   coordinator's key of that name has replaced it.
 //
-// What travels is a call of shardid_key_apply() with the key's secret in
-// its text, over Citus' connection to each worker, as the role that
-// changed the ring (a superuser unless one granted the key functions).
+// - A worker that missed a change (disabled, without metadata, restored)
+//   does not use its copy: each key is confirmed with the coordinator
+//   before a worker uses it (keys.cpp, confirm_key()), and
+//   shardid_sync_keys() replaces what the worker got from the coordinator.
+//
+// What travels is a call of shardid_key_apply() with the key's secret as a
+// parameter (never in the statement's text), over Citus' connection to
+// each worker, as the role that changed the ring (a superuser unless one
+// granted the key functions).
 #include "pg/functions/keys.hpp"
 
 extern "C" {
@@ -227,13 +233,16 @@ extern "C" Datum shardid_key_apply(PG_FUNCTION_ARGS)
     PG_TRY();
     {
         if (all)
-            apply_sql(psprintf("DELETE FROM %s", ring), 0, nullptr, nullptr, nullptr, SPI_OK_DELETE);
+            apply_sql(psprintf("DELETE FROM %s k WHERE k.made_by_install OR k.from_coordinator", ring), 0, nullptr,
+                      nullptr, nullptr, SPI_OK_DELETE);
         else if (!arrives)
             apply_sql(psprintf("DELETE FROM %s k WHERE k.name OPERATOR(pg_catalog.=) $1", ring), 1, types, values,
                       nullptr, SPI_OK_DELETE);
         else {
-            apply_sql(psprintf("DELETE FROM %s k WHERE k.name OPERATOR(pg_catalog.=) $1 AND k.made_by_install "
-                               "AND k.secret OPERATOR(pg_catalog.<>) $2",
+            // A key this worker's CREATE EXTENSION made, or an older one
+            // from the coordinator (a change this worker missed), gives way.
+            apply_sql(psprintf("DELETE FROM %s k WHERE k.name OPERATOR(pg_catalog.=) $1 AND (k.made_by_install "
+                               "OR k.from_coordinator) AND k.secret OPERATOR(pg_catalog.<>) $2",
                                ring),
                       2, types, values, nullptr, SPI_OK_DELETE);
             apply_sql(psprintf("SELECT k.secret OPERATOR(pg_catalog.=) $2 FROM %s k "
@@ -241,8 +250,10 @@ extern "C" Datum shardid_key_apply(PG_FUNCTION_ARGS)
                                ring),
                       2, types, values, nullptr, SPI_OK_SELECT);
             if (SPI_processed == 0)
-                apply_sql(psprintf("INSERT INTO %s (name, secret, created_at) VALUES ($1, $2, $3)", ring), 3, types,
-                          values, nullptr, SPI_OK_INSERT);
+                apply_sql(psprintf("INSERT INTO %s (name, secret, created_at, from_coordinator) "
+                                   "VALUES ($1, $2, $3, true)",
+                                   ring),
+                          3, types, values, nullptr, SPI_OK_INSERT);
             else {
                 bool isnull;
                 const bool same = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -269,8 +280,13 @@ extern "C" Datum shardid_key_apply(PG_FUNCTION_ARGS)
     PG_RETURN_VOID();
 }
 
-// shardid_sync_keys(): on a Citus coordinator, sends its whole ring to
-// every worker; the number of keys sent.
+// shardid_sync_keys(): on a Citus coordinator, makes every worker's ring
+// the coordinator's: the keys a worker got from the coordinator or made
+// with its own CREATE EXTENSION go, and every key of the coordinator's
+// ring arrives, in one coordinated transaction. Citus reaches the active
+// workers with metadata only; each other worker is named in a WARNING (its
+// backends refuse keys: src/pg/functions/keys.cpp). The number of workers
+// reached.
 extern "C" Datum shardid_sync_keys(PG_FUNCTION_ARGS)
 {
     const int64 group = citus_local_group();
@@ -281,5 +297,36 @@ extern "C" Datum shardid_sync_keys(PG_FUNCTION_ARGS)
                  group < 0 ? errdetail("Citus is not installed in this database.")
                            : errdetail("This node is a worker of a Citus cluster (group %lld).", (long long)group),
                  errhint("Run it on the coordinator of the cluster, in the database of the extension.")));
-    PG_RETURN_INT32(send_ring(get_func_namespace(fcinfo->flinfo->fn_oid)));
+    const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
+    int reached = 0;
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "SPI_connect failed");
+    if (SPI_execute("SELECT n.nodename, n.nodeport, n.groupid, n.isactive, n.hasmetadata "
+                    "FROM pg_catalog.pg_dist_node n WHERE n.groupid OPERATOR(pg_catalog.>) 0 "
+                    "AND n.noderole OPERATOR(pg_catalog.=) 'primary' ORDER BY n.groupid",
+                    true, 0) != SPI_OK_SELECT)
+        elog(ERROR, "shardid_sync_keys: could not read pg_dist_node");
+    for (uint64 i = 0; i < SPI_processed; i++) {
+        HeapTuple row = SPI_tuptable->vals[i];
+        TupleDesc desc = SPI_tuptable->tupdesc;
+        bool isnull;
+        const bool active = DatumGetBool(SPI_getbinval(row, desc, 4, &isnull));
+        const bool metadata = DatumGetBool(SPI_getbinval(row, desc, 5, &isnull));
+        if (active && metadata) {
+            reached++;
+            continue;
+        }
+        ereport(WARNING,
+                (errmsg("Citus worker %s:%s (group %s) does not get the key ring", SPI_getvalue(row, desc, 1),
+                        SPI_getvalue(row, desc, 2), SPI_getvalue(row, desc, 3)),
+                 !active ? errdetail("The worker is not active; Citus sends nothing to it.")
+                         : errdetail("The worker has no metadata; Citus sends the key ring only to workers with it."),
+                 errhint("Its backends refuse to obfuscate or reveal until it has the ring: run %s for it, then "
+                         "SELECT shardid_sync_keys() again.",
+                         !active ? "citus_activate_node()" : "start_metadata_sync_to_node()")));
+    }
+    SPI_finish();
+    send_to_workers(nsp, KeyChange{});
+    send_ring(nsp);
+    PG_RETURN_INT32(reached);
 }

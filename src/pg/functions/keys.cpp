@@ -10,7 +10,9 @@ extern "C" {
 #include "access/htup_details.h"
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 }
@@ -44,6 +46,11 @@ constexpr int max_keys = 32;
 struct CachedKey {
     char name[max_name_len + 1];
     uint8_t secret[16];
+    // citus_metadata_changes() + 1 when the key was last confirmed as the
+    // cluster's (0: not yet): a Citus worker confirms it with the
+    // coordinator again after every change of the cluster's metadata; a
+    // change of the ring empties the cache (forget_keys()).
+    uint64 confirmed = 0;
 };
 CachedKey keys[max_keys];
 int n_keys = 0;
@@ -98,12 +105,86 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
     return true;
 }
 
+// The key's secret as the coordinator reports it: SHA-256, in hex.
+char* fingerprint(const uint8_t secret[16])
+{
+    bytea* b = static_cast<bytea*>(palloc(VARHDRSZ + 16));
+    SET_VARSIZE(b, VARHDRSZ + 16);
+    memcpy(VARDATA(b), secret, 16);
+    bytea* digest = DatumGetByteaPP(DirectFunctionCall1(sha256_bytea, PointerGetDatum(b)));
+    StringInfoData hex;
+    initStringInfo(&hex);
+    const uint8_t* d = reinterpret_cast<const uint8_t*>(VARDATA_ANY(digest));
+    for (size_t i = 0; i < VARSIZE_ANY_EXHDR(digest); i++)
+        appendStringInfo(&hex, "%02x", d[i]);
+    return hex.data;
+}
+
+// A key is used only as the cluster's. Without Citus, and on the
+// coordinator (whose ring is the cluster's), every key is. A Citus worker
+// takes keys from the coordinator (src/pg/functions/citus_keys.cpp); one
+// that missed a change (it was disabled, had no metadata, or was restored
+// from a backup) would obfuscate and reveal with a key the rest of the
+// cluster no longer has, silently. So a worker confirms each key with the
+// coordinator (the SHA-256 of its secret against the coordinator's) before
+// its first use and again after every change of the cluster's metadata on
+// this node, which is how a worker learns it was activated again, given
+// metadata, or made part of a cluster: one round trip per key and backend
+// between such changes. A worker without metadata cannot ask, and refuses.
+void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
+{
+    const uint64 now = citus_metadata_changes() + 1;
+    if (key.confirmed == now)
+        return;
+    const int64 group = citus_local_group();
+    if (group == 0 && citus_worker_without_metadata())
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
+                        errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
+                                  "this worker's own would not reveal what the rest of the cluster obfuscated."),
+                        errhint("On the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) for "
+                                "this worker and then SELECT shardid_sync_keys().")));
+    if (group > 0) {
+        const char* command = psprintf(
+            "SELECT COALESCE((SELECT pg_catalog.encode(pg_catalog.sha256(k.secret), 'hex') FROM %s k "
+            "WHERE k.name OPERATOR(pg_catalog.=) %s), 'none')",
+            quote_qualified_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)), "shardid_key"),
+            quote_literal_cstr(key.name));
+        const char* answer = nullptr;
+        if (!citus_coordinator_answer(command, &answer))
+            ereport(ERROR,
+                    (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                     errmsg("obfuscation key \"%s\" could not be confirmed with the Citus coordinator", key.name),
+                     errdetail("A worker uses a key once the coordinator has confirmed it holds the same one, "
+                               "after every change of the key ring or of the cluster's metadata."),
+                     errdetail_log("The coordinator answered: %s", answer),
+                     errhint("Check that the coordinator is up and in the metadata (citus_set_coordinator_host()), "
+                             "and see this worker's server log.")));
+        if (strcmp(answer, fingerprint(key.secret)) != 0)
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                            strcmp(answer, "none") == 0
+                                ? errmsg("obfuscation key \"%s\" of this Citus worker is not in the coordinator's "
+                                         "key ring",
+                                         key.name)
+                                : errmsg("obfuscation key \"%s\" of this Citus worker differs from the "
+                                         "coordinator's",
+                                         key.name),
+                            errdetail("The worker missed a change of the coordinator's key ring (it was disabled, "
+                                      "had no metadata or was restored), or the change is not committed yet; IDs "
+                                      "obfuscated or revealed with its copy would not match the cluster's."),
+                            errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
+                                    "replaces the keys a worker got from it.")));
+    }
+    key.confirmed = now;
+}
+
 }  // namespace
 
 void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
 {
     for (int i = 0; i < n_keys; i++)
         if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
+            confirm_key(fcinfo, keys[i]);
             memcpy(secret, keys[i].secret, 16);
             return;
         }
@@ -118,9 +199,12 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
                  errhint("A superuser creates keys with create_obfuscation_key().")));
     if (n_keys == max_keys)
         n_keys = 0;
-    memcpy(keys[n_keys].name, name, len);
-    keys[n_keys].name[len] = '\0';
-    memcpy(keys[n_keys].secret, secret, 16);
+    CachedKey& key = keys[n_keys];
+    memcpy(key.name, name, len);
+    key.name[len] = '\0';
+    memcpy(key.secret, secret, 16);
+    key.confirmed = 0;
+    confirm_key(fcinfo, key);
     n_keys++;
 }
 

@@ -34,6 +34,7 @@ extern "C" {
 #include "access/table.h"
 #include "catalog/pg_namespace.h"
 #include "miscadmin.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 }
@@ -69,9 +70,19 @@ int n_groups = -1;
 bool groups_overflow = false;
 bool n_groups_stale = false;  // read from uncommitted rows: read again
 
+// Changes of Citus' node metadata this backend has seen (each
+// invalidation of pg_dist_local_group or pg_dist_node): what was confirmed
+// against the metadata before one is confirmed again after it.
+uint64 metadata_changes = 0;
+
 void forget_group(Datum, Oid relid)
 {
     if (relid == InvalidOid || relid == local_group_relid || relid == dist_node_relid) {
+        metadata_changes++;
+        // Resolved again when next asked: Citus may have been dropped
+        // and created again.
+        local_group_relid = InvalidOid;
+        dist_node_relid = InvalidOid;
         group_id = -1;
         group_database = InvalidOid;
         txn_group_id = -1;
@@ -121,6 +132,24 @@ bool scan_int_column(const char* table, const char* column, bool* uncommitted, E
     return true;
 }
 
+// Registers forget_group() for Citus' node metadata of this database.
+void watch_metadata()
+{
+    if (!callback_registered) {
+        CacheRegisterRelcacheCallback(forget_group, (Datum)0);
+        callback_registered = true;
+    }
+    if (OidIsValid(local_group_relid) && OidIsValid(dist_node_relid))
+        return;
+    const Oid local = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
+    const Oid nodes = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
+    // Citus' tables appearing (CREATE EXTENSION citus) is a change too.
+    if (local != local_group_relid || nodes != dist_node_relid)
+        metadata_changes++;
+    local_group_relid = local;
+    dist_node_relid = nodes;
+}
+
 // Why this node has no group id to use, when it has none.
 enum class NoGroup { none, no_citus, local_rows, not_in_metadata };
 
@@ -144,12 +173,7 @@ NoGroup read_group_id(int64* found, int* rows_out)
     int64 local;
     int rows;
     bool uncommitted = false;
-    if (!callback_registered) {
-        CacheRegisterRelcacheCallback(forget_group, (Datum)0);
-        callback_registered = true;
-    }
-    local_group_relid = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
-    dist_node_relid = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
+    watch_metadata();
     if (!local_group(&local, &rows, &uncommitted))
         return NoGroup::no_citus;
     *found = local;
@@ -346,49 +370,22 @@ private:
     static int64 counter_from_coordinator(NodeCounter which, int64 above);
 };
 
-// One value of `which` above `above` from the coordinator, through Citus'
-// own connection (run_command_on_coordinator: a connection of its own,
-// committed there whatever this transaction does) as the extension's
-// owner, running shardid_take_cluster_counter() there, which flushes the
-// value's record before it answers. The answer is checked before use: a
-// whole number above `above` and within the counter's field.
+// One value of `which` above `above` from the coordinator, which runs
+// shardid_take_cluster_counter() and flushes the value's record before it
+// answers. The answer is checked before use: a whole number above `above`
+// and within the counter's field.
 int64 CitusSource::counter_from_coordinator(NodeCounter which, int64 above)
 {
     const NodeStateField& field = node_state_fields[int(which)];
-    const ExtensionRow ext = shardid_extension();
-    const Oid owner = ext.owner;
-    const char* schema = get_namespace_name(ext.schema);
+    const char* schema = get_namespace_name(shardid_extension().schema);
     const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld)", quote_identifier(schema),
                                    quote_literal_cstr(field.keyword), (long long)above);
-    Oid save_user;
-    int save_sec;
-    GetUserIdAndSecContext(&save_user, &save_sec);
-    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-    if (SPI_connect() != SPI_OK_CONNECT)
-        elog(ERROR, "SPI_connect failed");
-    Oid argtype = TEXTOID;
-    Datum arg = CStringGetTextDatum(command);
-    const int rc = SPI_execute_with_args("SELECT success, result FROM pg_catalog.run_command_on_coordinator($1)", 1,
-                                         &argtype, &arg, nullptr, false, 0);
-    bool ok = false;
-    const char* result = nullptr;
-    if (rc == SPI_OK_SELECT && SPI_processed == 1) {
-        bool isnull = false;
-        const Datum success = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-        ok = !isnull && DatumGetBool(success);
-        result = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-        if (result != nullptr)
-            result = MemoryContextStrdup(CurTransactionContext, result);
-    }
-    SPI_finish();
-    SetUserIdAndSecContext(save_user, save_sec);
-    // The coordinator's answer, as text (the error, when it failed): for
-    // the server log only, since it can name hosts and users.
-    const char* answer = result != nullptr ? result : "(none)";
+    const char* answer = nullptr;
+    const bool ok = citus_coordinator_answer(command, &answer);
     char* end = nullptr;
     errno = 0;
-    const long long value = ok && result != nullptr ? strtoll(result, &end, 10) : -1;
-    if (!ok || end == result || *end != '\0' || errno != 0)
+    const long long value = ok ? strtoll(answer, &end, 10) : -1;
+    if (!ok || end == answer || *end != '\0' || errno != 0)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("no %s could be taken from the Citus coordinator", field.counts),
                         errdetail("On a Citus cluster the coordinator hands out every %s; this worker could not "
@@ -417,6 +414,59 @@ int64 citus_local_group()
     int rows;
     bool uncommitted = false;
     return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
+}
+
+// Through Citus' own connection to the coordinator
+// (run_command_on_coordinator: a connection of its own, committed there
+// whatever this transaction does), as the extension's owner in a
+// security-restricted operation: nothing of the caller's runs, and the
+// caller needs no right on the coordinator.
+bool citus_coordinator_answer(const char* command, const char** answer)
+{
+    const Oid owner = shardid_extension().owner;
+    Oid save_user;
+    int save_sec;
+    GetUserIdAndSecContext(&save_user, &save_sec);
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "SPI_connect failed");
+    Oid argtype = TEXTOID;
+    Datum arg = CStringGetTextDatum(command);
+    const int rc = SPI_execute_with_args("SELECT success, result FROM pg_catalog.run_command_on_coordinator($1)", 1,
+                                         &argtype, &arg, nullptr, false, 0);
+    bool ok = false;
+    const char* result = nullptr;
+    if (rc == SPI_OK_SELECT && SPI_processed == 1) {
+        bool isnull = false;
+        const Datum success = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        ok = !isnull && DatumGetBool(success);
+        result = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+        if (result != nullptr)
+            result = MemoryContextStrdup(CurTransactionContext, result);
+    }
+    SPI_finish();
+    SetUserIdAndSecContext(save_user, save_sec);
+    *answer = result != nullptr ? result : "(none)";
+    return ok && result != nullptr;
+}
+
+uint64 citus_metadata_changes()
+{
+    watch_metadata();
+    return metadata_changes;
+}
+
+bool citus_worker_without_metadata()
+{
+    if (citus_local_group() != 0)
+        return false;
+    bool uncommitted = false;
+    bool any = false;
+    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32) {
+        any = true;
+        return false;
+    });
+    return !any && application_name != nullptr && strncmp(application_name, "citus_internal gpid=", 20) == 0;
 }
 
 const char* citus_group_problem(int64* group)

@@ -104,4 +104,20 @@ const char* citus_group_problem(int64* group);
 // only; whether the node is in the metadata is not asked.
 int64 citus_local_group();
 
+// How many changes of Citus' node metadata (pg_dist_local_group,
+// pg_dist_node) this backend has taken: something confirmed against the
+// cluster when it was n is confirmed again once it is not n.
+uint64 citus_metadata_changes();
+
+// True on a Citus worker without metadata running a query another node
+// sent: its group id reads 0 and its pg_dist_node is empty (as on a server
+// never in a cluster), but the backend is one of Citus' own connections
+// (application_name "citus_internal gpid=...").
+bool citus_worker_without_metadata();
+
+// Runs `command` (one value) on this cluster's Citus coordinator as the
+// extension's owner; false when it could not (*answer: the error, for the
+// server log only: it can name hosts and users).
+bool citus_coordinator_answer(const char* command, const char** answer);
+
 }  // namespace shardid::pg
