@@ -37,7 +37,6 @@ extern "C" {
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/syscache.h"
 }
 
 #include "core/schemes.hpp"
@@ -75,18 +74,15 @@ bool n_groups_stale = false;  // read from uncommitted rows: read again
 // invalidation of pg_dist_local_group or pg_dist_node): what was confirmed
 // against the metadata before one is confirmed again after it.
 uint64 metadata_changes = 0;
-// Whether local_group_relid and dist_node_relid are still the relations of
-// those names: until pg_class changes (CREATE or DROP EXTENSION citus among
-// others), or Citus' tables are invalidated.
-bool relids_known = false;
-
-void forget_relids(Datum, int, uint32) { relids_known = false; }
 
 void forget_group(Datum, Oid relid)
 {
     if (relid == InvalidOid || relid == local_group_relid || relid == dist_node_relid) {
         metadata_changes++;
-        relids_known = false;  // Citus may have been dropped meanwhile
+        // Resolved again when next asked: Citus may have been dropped
+        // and created again.
+        local_group_relid = InvalidOid;
+        dist_node_relid = InvalidOid;
         group_id = -1;
         group_database = InvalidOid;
         txn_group_id = -1;
@@ -141,12 +137,10 @@ void watch_metadata()
 {
     if (!callback_registered) {
         CacheRegisterRelcacheCallback(forget_group, (Datum)0);
-        CacheRegisterSyscacheCallback(RELNAMENSP, forget_relids, (Datum)0);
         callback_registered = true;
     }
-    if (relids_known)
+    if (OidIsValid(local_group_relid) && OidIsValid(dist_node_relid))
         return;
-    relids_known = true;
     const Oid local = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
     const Oid nodes = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
     // Citus' tables appearing (CREATE EXTENSION citus) is a change too.
