@@ -321,6 +321,110 @@ REVOKE EXECUTE ON FUNCTION shardid_take_cluster_counter(text, bigint) FROM PUBLI
 COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint) IS
     'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
     'run id (''run'') above the worker''s floor; the coordinator hands out every one of the cluster (superusers)';
+
+-- The Citus group fence (src/pg/source/citus_fence.cpp, docs/citus.md): a
+-- worker issues IDs under its group id only while the coordinator confirms
+-- that the server its metadata names for the group is the one asking.
+CREATE TABLE shardid_citus_lease (
+    groupid integer PRIMARY KEY CHECK (groupid > 0),
+    token text NOT NULL,
+    valid_until timestamptz NOT NULL,
+    window_end_ms bigint NOT NULL,
+    floor_ms bigint NOT NULL DEFAULT 0
+);
+REVOKE ALL ON shardid_citus_lease FROM PUBLIC;
+COMMENT ON TABLE shardid_citus_lease IS
+    'on a Citus coordinator: which server (token) each worker group''s IDs come from, until when, and the window '
+    'end below which a later server of the group must not issue (superusers; not dumped: a lease is transient)';
+COMMENT ON COLUMN shardid_citus_lease.token IS
+    'the confirmed server: its system identifier and its postmaster''s start time (shardid_node_token())';
+COMMENT ON COLUMN shardid_citus_lease.valid_until IS
+    'on the coordinator''s clock: until then no other server of the group is confirmed';
+COMMENT ON COLUMN shardid_citus_lease.window_end_ms IS
+    'the confirmed server''s clock (Unix ms) plus its fence at its last confirmation: its IDs lie below it';
+COMMENT ON COLUMN shardid_citus_lease.floor_ms IS
+    'the highest window end of the group''s earlier servers: the confirmed server issues above it';
+
+CREATE FUNCTION shardid_node_token() RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_node_token'
+    LANGUAGE C VOLATILE;
+REVOKE EXECUTE ON FUNCTION shardid_node_token() FROM PUBLIC;
+COMMENT ON FUNCTION shardid_node_token() IS
+    'this server''s token for the Citus group fence: its system identifier and its postmaster''s start time; a '
+    'promoted standby or a restarted server has another (superusers)';
+
+CREATE FUNCTION shardid_citus_confirm(for_group integer, server_token text, fence integer, window_end bigint)
+    RETURNS text
+    LANGUAGE plpgsql
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    node record;
+    asked record;
+    lease record;
+    now_at timestamptz := clock_timestamp();
+    lasts interval := fence * interval '1 millisecond';
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_local_group') IS NULL
+       OR (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) IS DISTINCT FROM 0 THEN
+        RAISE EXCEPTION 'shardid_citus_confirm() runs on a Citus coordinator'
+            USING ERRCODE = '55000',
+                  HINT = 'Citus workers call it on the coordinator to confirm their group; it is not called by hand.';
+    END IF;
+    IF for_group IS NULL OR for_group < 1 OR server_token IS NULL OR server_token !~ '^[0-9]{1,20}\.-?[0-9]{1,20}$'
+       OR fence IS NULL OR fence NOT BETWEEN 2000 AND 600000
+       OR window_end IS NULL OR window_end NOT BETWEEN 1 AND 9007199254740991 THEN
+        RAISE EXCEPTION 'shardid_citus_confirm() was given a group, token, fence or window end shardid does not send'
+            USING ERRCODE = '22023';
+    END IF;
+    -- The server the metadata names for the group, asked for its token at
+    -- the host and port the metadata gives.
+    SELECT n.nodename, n.nodeport INTO node FROM pg_catalog.pg_dist_node n
+     WHERE n.groupid = for_group AND n.noderole = 'primary' ORDER BY n.nodeid LIMIT 1;
+    IF NOT FOUND THEN
+        RETURN 'absent';
+    END IF;
+    SELECT r.success, r.result INTO asked
+      FROM pg_catalog.master_run_on_worker(ARRAY[node.nodename], ARRAY[node.nodeport],
+                                           ARRAY['SELECT @extschema@.shardid_node_token()'], false) r;
+    IF asked.success IS NOT TRUE THEN
+        RETURN 'unreachable';
+    END IF;
+    IF asked.result IS DISTINCT FROM server_token THEN
+        RETURN 'other';
+    END IF;
+    -- Leases of groups no longer in the metadata, a day after they ended.
+    DELETE FROM @extschema@.shardid_citus_lease l
+     WHERE l.valid_until < now_at - interval '1 day'
+       AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_node n WHERE n.groupid = l.groupid);
+    INSERT INTO @extschema@.shardid_citus_lease (groupid, token, valid_until, window_end_ms)
+    VALUES (for_group, server_token, now_at + lasts, window_end)
+    ON CONFLICT (groupid) DO NOTHING;
+    IF FOUND THEN
+        RETURN 'ok 0';
+    END IF;
+    SELECT l.* INTO lease FROM @extschema@.shardid_citus_lease l WHERE l.groupid = for_group FOR UPDATE;
+    IF lease.token IS DISTINCT FROM server_token THEN
+        IF lease.valid_until > now_at THEN
+            RETURN 'wait ' || ceil(extract(epoch FROM lease.valid_until - now_at) * 1000)::bigint;
+        END IF;
+        UPDATE @extschema@.shardid_citus_lease l
+           SET token = server_token, valid_until = now_at + lasts, window_end_ms = window_end,
+               floor_ms = greatest(lease.floor_ms, lease.window_end_ms)
+         WHERE l.groupid = for_group;
+        RETURN 'ok ' || greatest(lease.floor_ms, lease.window_end_ms);
+    END IF;
+    UPDATE @extschema@.shardid_citus_lease l
+       SET valid_until = greatest(lease.valid_until, now_at + lasts),
+           window_end_ms = greatest(lease.window_end_ms, window_end)
+     WHERE l.groupid = for_group;
+    RETURN 'ok ' || lease.floor_ms;
+END;
+$$;
+REVOKE EXECUTE ON FUNCTION shardid_citus_confirm(integer, text, integer, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_citus_confirm(integer, text, integer, bigint) IS
+    'on a Citus coordinator, asked by a worker every second: whether the server with this token is the primary its '
+    'metadata names for the group, and for how long (ok <floor>, wait <ms>, other, absent, unreachable) (superusers)';
 CREATE FUNCTION shardid_sync_keys() RETURNS integer
     AS 'MODULE_PATHNAME', 'shardid_sync_keys'
     LANGUAGE C VOLATILE;
@@ -575,7 +679,7 @@ CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_i
 REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
 COMMENT ON FUNCTION shardid_coordination() IS
-    'where this node''s id comes from (setting or etcd) and, with etcd, the claim: id held, lease, until when IDs '
+    'where this node''s id comes from (setting, etcd or citus; on a Citus worker its group fence) and, with etcd, the claim: id held, lease, until when IDs '
     'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; since the server started: seconds without a node id, episodes and '
     'seconds of expiring, late renewals, and generations refused by cause (a scrape every minute sees a 3 s outage); '
     'superusers and pg_monitor';

@@ -27,13 +27,17 @@
 #     no duplicate, IDs in order per client, each decoding to its node.
 #   4 a worker added after the layout exists has it; its own key is refused
 #     until shardid_sync_keys() gives it the coordinator's; pg_dump of the
-#     coordinator carries the layouts; DROP EXTENSION drops every carrier;
-#     a standby of a worker refuses, and once promoted (its clock 5 s
-#     behind) issues under the worker's group id above the worker's IDs.
+#     coordinator carries the layouts; DROP EXTENSION drops every carrier.
+#   4b a worker fails over while the old primary runs on: a standby refuses;
+#     promoted (its clock 5 s behind) and named by citus_update_node(), it
+#     issues under the worker's group once the old primary's confirmation
+#     ran out, above all its IDs; the old primary stops within the fence.
 #   5 negative control: the same load with every node on one hand-set id
 #     (shardid.node_id_source = setting) gives duplicates.
 #   6 a backend open while its node joins a cluster issues its next ID
-#     under the node's new group, not the single-node cluster's 0.
+#     under the node's new group, not the single-node cluster's 0; removed
+#     while it runs, it refuses, and a server added under its group id
+#     issues above its IDs.
 #   7 docs/setup/citus-trial.sh as docs/citus.md runs it, and its stop.
 set -u
 . scripts/lib.sh
@@ -334,16 +338,20 @@ printf 'restored\t\\\\x000102030405060708090a0b0c0d0e0f\t2024-01-01 00:00:00+00\
     q c -c "COPY shardid_key (name, secret, created_at, made_by_install) FROM STDIN" >/dev/null
 check "a key restored into the coordinator (COPY, as pg_restore writes it) reaches w3" "000102030405060708090a0b0c0d0e0f" \
     "$(q w3 -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'restored'")"
-# --- 4b: a standby of a worker, promoted --------------------------------------------
-# Its clock 5 s behind: the worker's mark, in WAL, keeps it above.
+# --- 4b: a worker fails over while the old primary still runs ----------------------
+# Its standby promoted (its clock 5 s behind) and the coordinator's metadata
+# moved to it with citus_update_node(), while w1 keeps running and issuing
+# (issue 48: w1 went on under group 1, 20,000 of 20,000 IDs shared). w1 must
+# stop within shardid.citus_fence (10 s) of the change, the standby issue
+# only after w1's last confirmation ran out, above every ID w1 issued.
 sb=$cwork/s1
 mkdir -p "$sb" && chown postgres: "$sb"
-as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p $((base + 1)) -U postgres -D "$sb/data" -R -X stream >/dev/null 2>&1 ||
+as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p $((base + 1)) -U postgres -D "$sb/data" -R -X stream -c fast >/dev/null 2>&1 ||
     fail "pg_basebackup of w1 failed"
 cdir_of[s1]=$sb; cport_of[s1]=$((base + 4))
 cnode_conf s1 "unix_socket_directories = '$sb'" "shardid.clock_offset_ms = -5000"
 cnode_start s1 || stop_suite "the standby of w1 did not start"
-w1_max=$(q w1 -c "SELECT max(next_trace_id()) FROM generate_series(1, 2000)")
+q w1 -c "SELECT max(next_trace_id()) FROM generate_series(1, 2000)" >/dev/null
 lsn=$(q w1 -c "SELECT pg_current_wal_lsn()")
 for _ in $(seq 100); do
     [ "$(q s1 -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")" = t ] && break
@@ -351,14 +359,82 @@ for _ in $(seq 100); do
 done
 err=$(q_err s1 "SELECT next_trace_id()")
 contains "a standby of w1 refuses to generate (25006)" "$err" "cannot generate shardid IDs on a standby server"
-as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[w1]}/data" stop -m immediate >/dev/null
+# w1 issues one ID per statement meanwhile, each line "<unix ms> <id>" or
+# "<unix ms> ERROR ...", until 16 s after the change.
+w1_loop() {
+    local until_s=$1 out
+    while [ "$(date +%s)" -lt "$until_s" ]; do
+        out=$(q w1 -c "SELECT next_trace_id()" 2>&1 | head -1)
+        echo "$(date +%s%3N) $out"
+    done
+}
+change_s=$(($(date +%s) + 3))
+w1_loop $((change_s + 16)) >"$cwork/w1_loop" &
+loop_pid=$!
+sleep 2
 as_pg "$PG_BIN/pg_ctl" -D "$sb/data" promote -w >/dev/null || stop_suite "the standby did not promote"
-s1_min=$(q s1 -c "SELECT min(next_trace_id()) FROM generate_series(1, 2000)")
-check "the promoted standby issues under w1's group id" "1" "$(q s1 -c "SELECT (trace_id_decode($s1_min)).node_no")"
+w1_node=$(q c -c "SELECT nodeid FROM pg_dist_node WHERE nodeport = $((base + 1))")
+changed_ms=$(date +%s%3N)
+q c -c "SELECT citus_update_node($w1_node, '127.0.0.1', $((base + 4)))" >/dev/null || fail "citus_update_node failed"
+q s1 -c "COPY (SELECT next_trace_id() FROM generate_series(1, 2000)) TO STDOUT" >"$cwork/s1_ids" 2>&1
+s1_done_ms=$(date +%s%3N)
+wait "$loop_pid"
+w1_last_ok=$(awk '$2 ~ /^[0-9]+$/ { t = $1 } END { print (t == "" ? 0 : t) }' "$cwork/w1_loop")
+w1_ok_after=$(awk -v c="$changed_ms" '$2 ~ /^[0-9]+$/ && $1 > c { n++ } END { print n + 0 }' "$cwork/w1_loop")
+echo "# failover: w1 issued $w1_ok_after IDs after the change, its last $((w1_last_ok - changed_ms)) ms after it; the standby's 2,000 took $((s1_done_ms - changed_ms)) ms from the change"
+check "the old primary w1 stops issuing within shardid.citus_fence (10 s) of citus_update_node()" "t" \
+    "$([ "$w1_last_ok" -gt 0 ] && [ $((w1_last_ok - changed_ms)) -lt 10000 ] && echo t || echo "f (its last ID $((w1_last_ok - changed_ms)) ms after the change)")"
+contains "... and then refuses (55000), naming its group" "$(grep ERROR "$cwork/w1_loop" | tail -1)" \
+    "has not confirmed this server as the primary of group 1"
+check "... and its shardid_coordination() says unconfirmed" "unconfirmed" \
+    "$(q w1 -c "SELECT state FROM shardid_coordination()")"
+check "the promoted standby issues under w1's group id" "1 2000" \
+    "$(q s1 -c "SELECT (trace_id_decode($(head -1 "$cwork/s1_ids"))).node_no") $(grep -c '^[0-9]*$' "$cwork/s1_ids")"
+awk '$2 ~ /^[0-9]+$/ { print $2 }' "$cwork/w1_loop" | sort >"$cwork/w1_ids"
+check "... none of its IDs equal to one w1 issued" "0" "$(sort "$cwork/s1_ids" | comm -12 - "$cwork/w1_ids" | wc -l)"
+w1_max=$(sort -n "$cwork/w1_ids" | tail -1)
+s1_min=$(sort -n "$cwork/s1_ids" | head -1)
 check "... above every ID w1 issued, its clock 5 s behind" "t" \
     "$([ -n "$s1_min" ] && [ -n "$w1_max" ] && [ "$s1_min" -gt "$w1_max" ] && echo t || echo "f ($s1_min <= $w1_max)")"
+# Back to w1: the standby stopped, the metadata names w1 again; w1 waits
+# out the standby's confirmation, then issues above its IDs.
 as_pg "$PG_BIN/pg_ctl" -D "$sb/data" stop -m fast >/dev/null
-cnode_start w1 || stop_suite "w1 did not start again"
+q c -c "SELECT citus_update_node($w1_node, '127.0.0.1', $((base + 1)))" >/dev/null || fail "citus_update_node back failed"
+back=$(q w1 -c "SELECT min(next_trace_id()) FROM generate_series(1, 100)" 2>&1)
+check "w1, named again, issues above the standby's IDs" "t" \
+    "$([ "$back" -gt "$(sort -n "$cwork/s1_ids" | tail -1)" ] 2>/dev/null && echo t || echo "f ($back)")"
+
+# --- 4c: a coordinator pause shorter than the fence costs nothing --------------------
+# w2 issues one ID per statement in one session for 8 s; the coordinator
+# (every process of it) is stopped for 3 s meanwhile, three renewals of the
+# fence missed. No statement may fail, and none wait longer than 1 s.
+coord_pids() { local pm; pm=$(head -1 "${cdir_of[c]}/data/postmaster.pid"); echo "$pm $(pgrep -P "$pm" | tr '\n' ' ')"; }
+{
+    for _ in $(seq 4000); do
+        echo "SELECT next_trace_id(), (extract(epoch FROM clock_timestamp()) * 1000)::bigint; SELECT pg_sleep(0.002);"
+    done
+} >"$cwork/pause.sql"
+q w2 -c "SELECT next_trace_id()" >/dev/null
+as_pg timeout 60 "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[w2]}" -U postgres -X -At -F ' ' -f "$cwork/pause.sql" \
+    >"$cwork/pause.out" 2>"$cwork/pause.err" &
+pause_pid=$!
+sleep 2
+paused=$(coord_pids)
+# shellcheck disable=SC2086
+kill -STOP $paused
+sleep 0.5
+c_paused=$(as_pg timeout 1 "$PG_BIN/psql" -h 127.0.0.1 -p "$base" -U postgres -X -At -c "SELECT 1" >/dev/null 2>&1 &&
+    echo answered || echo "timed out")
+sleep 1.5
+# shellcheck disable=SC2086
+kill -CONT $paused
+wait "$pause_pid"
+read -r n gap <<<"$(awk 'NF == 2 { if (p) { g = $2 - p; if (g > m) m = g } p = $2; n++ } END { print n + 0, m + 0 }' "$cwork/pause.out")"
+echo "# coordinator paused 3 s: w2 issued $n IDs in one session, longest gap ${gap} ms, $(grep -c ERROR "$cwork/pause.err") errors"
+check "a coordinator paused 3 s (fence 10 s): no failed statement on w2" "0" "$(grep -c ERROR "$cwork/pause.err")"
+check "... and no statement stalled: the longest gap between IDs under 1 s" "t" \
+    "$([ "$n" -gt 1000 ] && [ "$gap" -lt 1000 ] && echo t || echo "f ($n IDs, longest gap $gap ms)")"
+check "... while the coordinator did not answer (a query to it timed out during the pause)" "timed out" "$c_paused"
 
 # The shards a move left behind are dropped by Citus' deferred cleanup;
 # until then they use next_trace_id() too (docs/citus.md).
@@ -415,6 +491,24 @@ w4_group=$(q w4 -c "SELECT groupid FROM pg_dist_local_group")
 check "... added to the cluster, its group is a worker's" "t" "$([ "${w4_group:-0}" -gt 0 ] 2>/dev/null && echo t || echo "f (${w4_group:-none})")"
 check "... and a backend open since before the join issues its next ID under that group" "$w4_group" "$(ask_w4)"
 echo '\q' >&"${W4[1]}" 2>/dev/null
+# A removed worker that keeps running while another server is added under
+# its group id (issue 48: 100,000 of 100,000 IDs shared). w4 has no shard
+# placements, so citus_remove_node() takes it out of the metadata while it
+# runs; w5 is then added with groupid => w4's group.
+w4_max=$(q w4 -c "SELECT max(next_trace_id()) FROM generate_series(1, 1000)")
+q c -c "SELECT citus_remove_node('127.0.0.1', $((base + 5)))" >/dev/null || fail "citus_remove_node(w4) failed"
+sleep 1.5
+err=$(q_err w4 "SELECT next_trace_id()")
+contains "a worker removed from the metadata while it runs refuses to issue (55000)" "$err" \
+    "has not confirmed this server as the primary of group $w4_group"
+cnode_up w5 $((base + 6)) "$src" || stop_suite "w5 did not start"
+q c -c "SELECT citus_add_node('127.0.0.1', $((base + 6)), groupid => $w4_group)" >/dev/null ||
+    fail "citus_add_node(w5, groupid => $w4_group) failed"
+w5_min=$(q w5 -c "SELECT min(next_trace_id()) FROM generate_series(1, 1000)" 2>&1)
+check "a server added under the removed worker's group issues under it, above the removed worker's IDs" "$w4_group t" \
+    "$(q w5 -c "SELECT (trace_id_decode(next_trace_id())).node_no" 2>&1) $([ "$w5_min" -gt "$w4_max" ] 2>/dev/null && echo t || echo "f ($w5_min)")"
+err=$(q_err w4 "SELECT next_trace_id()")
+contains "... while the removed worker still refuses" "$err" "has not confirmed this server as the primary of group $w4_group"
 
 # --- 7: docs/citus.md's trial, as written -------------------------------------------
 # su postgres -c 'sh -s' < docs/setup/citus-trial.sh, with its own directory

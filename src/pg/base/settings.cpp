@@ -61,6 +61,7 @@ int etcd_node_id_max = 1023;
 char* etcd_node_id_min_text = nullptr;
 char* etcd_node_id_max_text = nullptr;
 int etcd_wait_ms = 10000;
+int citus_fence_ms = 10000;
 int max_shard_claims = 10000;
 int shard_idle_release_s = 60;
 char* shards_setting = nullptr;
@@ -175,6 +176,12 @@ const Setting settings[] = {
      "How long a generator waits for a claim or a counter from etcd.",
      "After it, generation fails with SQLSTATE 55000.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,
      GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+    {"shardid.citus_fence", Kind::integer, &citus_fence_ms,
+     "How long a Citus worker issues IDs under its group id after the coordinator last confirmed it (2 s to 10 min).",
+     "With shardid.node_id_source = citus a worker's background worker asks the coordinator every second whether "
+     "this server is still its group's primary; without an answer the worker stops issuing this long after the last "
+     "one, and a new server of the group waits this long after the old one's last confirmation.",
+     10000, 2000, 600000, nullptr, nullptr, PGC_SIGHUP, GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
     {"shardid.max_shard_claims", Kind::integer, &max_shard_claims,
      "How many shard field values this node may hold in etcd at once.",
      "Each value a generator writes into an ID's shard field (the node id, or an explicit shard) is claimed in etcd "

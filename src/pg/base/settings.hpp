@@ -41,6 +41,9 @@ extern char* etcd_key;
 extern int etcd_node_id_min;
 extern int etcd_node_id_max;
 extern int etcd_wait_ms;
+// shardid.citus_fence: how long a Citus worker issues IDs under its group
+// after the coordinator last confirmed it (src/pg/source/citus_fence.cpp).
+extern int citus_fence_ms;
 // Shard value claims (src/pg/source/shard_claims.hpp).
 extern int max_shard_claims;      // shardid.max_shard_claims: values held at once (server start)
 extern int shard_idle_release_s;  // shardid.shard_idle_release: a value without an ID this long is given back

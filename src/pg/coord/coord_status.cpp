@@ -9,6 +9,7 @@ extern "C" {
 #include "pg/state/shmem.hpp"
 #include "pg/state/coord_shared.hpp"
 #include "pg/source/node_source.hpp"
+#include "pg/source/citus_fence.hpp"
 #include "pg/base/row.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"
@@ -40,7 +41,10 @@ double seconds(int64 closed_ms, int64 since, int64 now)
 }
 
 // The columns of a node whose id comes from shardid.node_id, or from its
-// Citus group id (read here, in this database).
+// Citus group id (read here, in this database); a Citus worker's also show
+// its group fence (src/pg/source/citus_fence.cpp): until when it issues,
+// the window end recorded on the coordinator, the fence's last error and
+// its requests. Its state is "unconfirmed" while the fence does not hold.
 Datum from_setting(FunctionCallInfo fcinfo, bool citus)
 {
     Row<columns> row;
@@ -48,14 +52,36 @@ Datum from_setting(FunctionCallInfo fcinfo, bool citus)
     int64 id = node_id;
     if (citus && refused == nullptr)
         refused = citus_group_problem(&id);
+    CitusFence* fence = citus && refused == nullptr && id > 0 ? citus_fence_of_database() : nullptr;
+    const bool holds = fence != nullptr && citus_fence_holds(fence, id, -1);
     row.add(CStringGetTextDatum(citus ? "citus" : "setting"));
-    row.add(CStringGetTextDatum(refused ? "misconfigured" : id >= 0 ? "configured" : "unset"));
+    row.add(CStringGetTextDatum(refused           ? "misconfigured"
+                                : fence && !holds ? "unconfirmed"
+                                : id >= 0         ? "configured"
+                                                  : "unset"));
     id >= 0 ? row.add(Int32GetDatum(int32(id))) : row.add_null();
-    while (row.n < 10)
-        row.add_null();                                                // claimed_at .. endpoint: no claim, no etcd
-    refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
+    while (row.n < 6)
+        row.add_null();  // claimed_at .. lease_ttl: no claim in etcd
+    char state[32], error[256];
+    if (fence != nullptr) {
+        auto ts = [](int64 ms) { return TimestampTzGetDatum(timestamptz_of_unix_ms(ms)); };
+        citus_fence_report(fence, state, sizeof state, error, sizeof error);
+        holds ? row.add(ts(wall_clock().now_ms() + (fence->fence_ms.load() - fence_clock_ms()))) : row.add_null();
+        row.add_null();                                                     // window_start
+        holds ? row.add(ts(fence->window_end_ms.load())) : row.add_null();  // window_end
+        row.add_null();                                                     // endpoint
+        error[0] ? row.add(CStringGetTextDatum(psprintf("%s: %s", state, error))) : row.add_null();
+        const int64 at = fence->answered_at.load();
+        at != 0 ? row.add(TimestampTzGetDatum(TimestampTz(at))) : row.add_null();  // last_answer_at
+        row.add(Int64GetDatum(int64(fence->requests.load())));
+        row.add(Int64GetDatum(int64(fence->errors.load())));
+    } else {
+        while (row.n < 10)
+            row.add_null();                                                // issuing_until .. endpoint
+        refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
+    }
     while (row.n < 19)
-        row.add_null();  // last_answer_at .. renewals_late: no claim, no etcd
+        row.add_null();  // .. renewals_late: no claim, no etcd
     add_refusals(row);
     return return_row(fcinfo, row);
 }

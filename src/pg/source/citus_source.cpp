@@ -2,9 +2,12 @@
 // group id in the current database's Citus metadata
 // (pg_catalog.pg_dist_local_group), 0 for the coordinator and 1..N for the
 // workers. Citus takes group ids from a sequence (pg_dist_groupid_seq) and
-// never gives one out twice, so two nodes never share one, and a streaming
-// standby has its primary's (its WAL-carried mark keeps a failover above
-// the primary's IDs). The other sources: src/pg/source/node_source.cpp.
+// never gives one out twice, and a streaming standby has its primary's
+// (its WAL-carried mark keeps a failover above the primary's IDs); but a
+// server that is no longer its group's (an old primary still running, a
+// removed worker) still reads its old group, so a worker issues only under
+// the coordinator's confirmation, fenced (src/pg/source/citus_fence.cpp).
+// The other sources: src/pg/source/node_source.cpp.
 //
 // A group id counts only once the node is in the metadata it names: a node
 // that was never added to a cluster has group 0, the coordinator's, so
@@ -43,10 +46,21 @@ extern "C" {
 #include "pg/base/catalog.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/base/wait_event.hpp"
+#include "pg/source/citus_fence.hpp"
+
+extern "C" {
+#include "catalog/pg_authid_d.h"
+#include "storage/latch.h"
+#include "utils/acl.h"
+#include "utils/timestamp.h"
+}
 
 namespace shardid::pg {
 
 namespace {
+
+uint32 fence_wait_event = 0;  // a generator waiting for the Citus fence
 
 // This backend's group id and the database it was read in (-1: not read);
 // and one read from rows this transaction wrote, for this transaction only.
@@ -267,6 +281,18 @@ public:
             return false;
         }
         *ticket = SourceTicket{0, id};
+        // A worker issues only under the coordinator's confirmation that
+        // this server is its group's primary (src/pg/source/citus_fence.cpp);
+        // checked again in confirm(), after the ID is covered.
+        if (id > 0) {
+            CitusFence* fence = citus_fence_of_database();
+            if (fence != nullptr)
+                citus_fence_wanted(fence);
+            if (!citus_fence_holds(fence, id, -1)) {
+                *status = unconfirmed(id);
+                return false;
+            }
+        }
         return true;
     }
 
@@ -328,16 +354,51 @@ public:
         return true;
     }
 
-    bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
-    void wait(TimestampTz, const Status&) const override
+    bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
     {
-        int64 local = -1;
-        int rows = 0;
-        // Read first, then raise: C++ fixes no order among a call's
-        // arguments, so local and rows must not be passed beside the call
-        // that fills them.
-        const NoGroup why = read_group_id(&local, &rows);
-        raise_no_group(why, local, rows);
+        if (ticket.id <= 0)
+            return true;
+        // Orders this ID's step of its slot before the fence is read, as
+        // the etcd source's confirm() does.
+        std::atomic_thread_fence(std::memory_order_seq_cst);
+        if (!citus_fence_holds(citus_fence_of_database(), ticket.id, tick_ms)) {
+            *status = unconfirmed(ticket.id);
+            return false;
+        }
+        return true;
+    }
+    void wait(TimestampTz since, const Status& why) const override
+    {
+        if (usable_group_id() < 0) {
+            int64 local = -1;
+            int rows = 0;
+            // Read first, then raise: C++ fixes no order among a call's
+            // arguments, so local and rows must not be passed beside the
+            // call that fills them.
+            const NoGroup no = read_group_id(&local, &rows);
+            raise_no_group(no, local, rows);
+            return;
+        }
+        // Not confirmed (yet): the fence's worker runs and is woken. A new
+        // server of a group waits up to a fence for the previous one's.
+        CitusFence* fence = citus_fence_need();
+        const int bound = 2 * citus_fence_ms + 5000;
+        char state[32], error[256];
+        citus_fence_report(fence, state, sizeof state, error, sizeof error);
+        // Refused by an answer given since the wait began (the metadata
+        // names another server, or none): at once.
+        const bool refused = strcmp(state, "refused") == 0 && fence->answered_at.load() > since;
+        if (refused || TimestampDifferenceExceeds(since, GetCurrentTimestamp(), bound)) {
+            const bool monitor = superuser() || has_privs_of_role(GetUserId(), ROLE_PG_MONITOR);
+            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", why.message),
+                            errdetail("%s The fence is %s%s%s.", why.detail, state, monitor && error[0] ? ": " : "",
+                                      monitor ? error : ""),
+                            errhint("%s", why.hint)));
+        }
+        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, 20,
+                        wait_event("ShardidCitusFence", &fence_wait_event));
+        ResetLatch(MyLatch);
+        CHECK_FOR_INTERRUPTS();
     }
     void waited() const override {}
     // Citus' metadata changes committed by other backends, before the ID
@@ -353,7 +414,7 @@ public:
     // DecimalId generator ids and call-number run ids have one authority
     // on a Citus cluster, the coordinator (group 0): it takes them from its
     // own sequences, and a worker asks it for each one
-    // (counter_from_coordinator()). Every node's sequences start at the
+    // (citus_counter_from_coordinator()). Every node's sequences start at the
     // same value, so a worker's own would repeat the coordinator's.
     int64 take_counter(NodeCounter which, int64) const override
     {
@@ -363,44 +424,22 @@ public:
         raise_no_group(why, local, rows);
         if (local == 0)
             return from_node_sequence;
-        return counter_from_coordinator(which, counter_floor(which));
+        return citus_counter_from_coordinator(which, counter_floor(which));
     }
 
 private:
-    static int64 counter_from_coordinator(NodeCounter which, int64 above);
+    static Status unconfirmed(int64 group)
+    {
+        return Status::fail(Error::not_claimed,
+                            "the Citus coordinator has not confirmed this server as the primary of group %lld",
+                            (long long)group)
+            .with_detail("A Citus worker issues IDs only while the coordinator's metadata names it for its group, "
+                         "confirmed within shardid.citus_fence.")
+            .with_hint("If this server is no longer the group's primary (a failover, citus_update_node(), "
+                       "citus_remove_node()), stop it; otherwise check that the coordinator is up. "
+                       "shardid_coordination() shows the fence's last error.");
+    }
 };
-
-// One value of `which` above `above` from the coordinator, which runs
-// shardid_take_cluster_counter() and flushes the value's record before it
-// answers. The answer is checked before use: a whole number above `above`
-// and within the counter's field.
-int64 CitusSource::counter_from_coordinator(NodeCounter which, int64 above)
-{
-    const NodeStateField& field = node_state_fields[int(which)];
-    const char* schema = get_namespace_name(shardid_extension().schema);
-    const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld)", quote_identifier(schema),
-                                   quote_literal_cstr(field.keyword), (long long)above);
-    const char* answer = nullptr;
-    const bool ok = citus_coordinator_answer(command, &answer);
-    char* end = nullptr;
-    errno = 0;
-    const long long value = ok ? strtoll(answer, &end, 10) : -1;
-    if (!ok || end == answer || *end != '\0' || errno != 0)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("no %s could be taken from the Citus coordinator", field.counts),
-                        errdetail("On a Citus cluster the coordinator hands out every %s; this worker could not "
-                                  "get one from it.",
-                                  field.counts),
-                        errdetail_log("The coordinator answered: %s", answer),
-                        errhint("Check that the coordinator is up and in the metadata "
-                                "(citus_set_coordinator_host()), and see this worker's server log.")));
-    if (value <= above || value > field.max)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("the Citus coordinator handed out %s %lld, not one above %lld and at most %lld",
-                               field.counts, value, (long long)above, (long long)field.max),
-                        errhint("Check that the coordinator runs the same version of shardid.")));
-    return value;
-}
 
 const CitusSource citus;
 
@@ -414,40 +453,6 @@ int64 citus_local_group()
     int rows;
     bool uncommitted = false;
     return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
-}
-
-// Through Citus' own connection to the coordinator
-// (run_command_on_coordinator: a connection of its own, committed there
-// whatever this transaction does), as the extension's owner in a
-// security-restricted operation: nothing of the caller's runs, and the
-// caller needs no right on the coordinator.
-bool citus_coordinator_answer(const char* command, const char** answer)
-{
-    const Oid owner = shardid_extension().owner;
-    Oid save_user;
-    int save_sec;
-    GetUserIdAndSecContext(&save_user, &save_sec);
-    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
-    if (SPI_connect() != SPI_OK_CONNECT)
-        elog(ERROR, "SPI_connect failed");
-    Oid argtype = TEXTOID;
-    Datum arg = CStringGetTextDatum(command);
-    const int rc = SPI_execute_with_args("SELECT success, result FROM pg_catalog.run_command_on_coordinator($1)", 1,
-                                         &argtype, &arg, nullptr, false, 0);
-    bool ok = false;
-    const char* result = nullptr;
-    if (rc == SPI_OK_SELECT && SPI_processed == 1) {
-        bool isnull = false;
-        const Datum success = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-        ok = !isnull && DatumGetBool(success);
-        result = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-        if (result != nullptr)
-            result = MemoryContextStrdup(CurTransactionContext, result);
-    }
-    SPI_finish();
-    SetUserIdAndSecContext(save_user, save_sec);
-    *answer = result != nullptr ? result : "(none)";
-    return ok && result != nullptr;
 }
 
 uint64 citus_metadata_changes()

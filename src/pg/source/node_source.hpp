@@ -120,4 +120,8 @@ bool citus_worker_without_metadata();
 // server log only: it can name hosts and users).
 bool citus_coordinator_answer(const char* command, const char** answer);
 
+// One value of `which` above `above` from the Citus coordinator (a
+// worker's cluster-wide counters); ereports when there is none.
+int64 citus_counter_from_coordinator(NodeCounter which, int64 above);
+
 }  // namespace shardid::pg

@@ -35,6 +35,7 @@
 #include "core/engine.hpp"
 #include "core/coord/node_state.hpp"
 #include "pg/state/coord_shared.hpp"
+#include "pg/state/citus_shared.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/state/shmem.hpp"
 
@@ -130,6 +131,9 @@ struct Shared {
         Oid database;
         DecimalState state;
     } decimal[max_decimal_databases];
+    // The Citus group fence, per database (src/pg/state/citus_shared.hpp).
+    slock_t citus_mutex;
+    CitusFence citus[max_citus_databases];
 };
 
 // The attached struct (nullptr until attach_if_needed()).

@@ -73,6 +73,11 @@ void attach_locked()
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
         LWLockInitialize(&aligned->slots_lock, aligned->tranche);
         coord_init(aligned->coord);
+        SpinLockInit(&aligned->citus_mutex);
+        for (CitusFence& f : aligned->citus) {
+            SpinLockInit(&f.mutex);
+            f.group.store(-1);
+        }
         NodeState st;
         const StateFileRead got = state_file_read(&st);
         if (got == StateFileRead::corrupt)

@@ -1,0 +1,89 @@
+// What a Citus worker asks its coordinator, through Citus' own connection:
+// cluster-wide counters (DecimalId generator ids, call-number run ids) and,
+// for the key ring and the group fence, single answers
+// (src/pg/functions/keys.cpp, src/pg/source/citus_fence.cpp).
+#include <cerrno>
+#include <cstdlib>
+
+#include "pg/source/node_source.hpp"
+
+extern "C" {
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+}
+
+#include "pg/base/catalog.hpp"
+
+namespace shardid::pg {
+
+// Through Citus' own connection to the coordinator
+// (run_command_on_coordinator: a connection of its own, committed there
+// whatever this transaction does), as the extension's owner in a
+// security-restricted operation: nothing of the caller's runs, and the
+// caller needs no right on the coordinator.
+bool citus_coordinator_answer(const char* command, const char** answer)
+{
+    const Oid owner = shardid_extension().owner;
+    Oid save_user;
+    int save_sec;
+    GetUserIdAndSecContext(&save_user, &save_sec);
+    SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE | SECURITY_RESTRICTED_OPERATION);
+    if (SPI_connect() != SPI_OK_CONNECT)
+        elog(ERROR, "SPI_connect failed");
+    Oid argtype = TEXTOID;
+    Datum arg = CStringGetTextDatum(command);
+    const int rc = SPI_execute_with_args("SELECT success, result FROM pg_catalog.run_command_on_coordinator($1)", 1,
+                                         &argtype, &arg, nullptr, false, 0);
+    bool ok = false;
+    const char* result = nullptr;
+    if (rc == SPI_OK_SELECT && SPI_processed == 1) {
+        bool isnull = false;
+        const Datum success = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+        ok = !isnull && DatumGetBool(success);
+        result = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+        if (result != nullptr)
+            result = MemoryContextStrdup(CurTransactionContext, result);
+    }
+    SPI_finish();
+    SetUserIdAndSecContext(save_user, save_sec);
+    *answer = result != nullptr ? result : "(none)";
+    return ok && result != nullptr;
+}
+
+// One value of `which` above `above` from the coordinator, which runs
+// shardid_take_cluster_counter() and flushes the value's record before it
+// answers. The answer is checked before use: a whole number above `above`
+// and within the counter's field.
+int64 citus_counter_from_coordinator(NodeCounter which, int64 above)
+{
+    const NodeStateField& field = node_state_fields[int(which)];
+    const char* schema = get_namespace_name(shardid_extension().schema);
+    const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld)", quote_identifier(schema),
+                                   quote_literal_cstr(field.keyword), (long long)above);
+    const char* answer = nullptr;
+    const bool ok = citus_coordinator_answer(command, &answer);
+    char* end = nullptr;
+    errno = 0;
+    const long long value = ok ? strtoll(answer, &end, 10) : -1;
+    if (!ok || end == answer || *end != '\0' || errno != 0)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("no %s could be taken from the Citus coordinator", field.counts),
+                        errdetail("On a Citus cluster the coordinator hands out every %s; this worker could not "
+                                  "get one from it.",
+                                  field.counts),
+                        errdetail_log("The coordinator answered: %s", answer),
+                        errhint("Check that the coordinator is up and in the metadata "
+                                "(citus_set_coordinator_host()), and see this worker's server log.")));
+    if (value <= above || value > field.max)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("the Citus coordinator handed out %s %lld, not one above %lld and at most %lld",
+                               field.counts, value, (long long)above, (long long)field.max),
+                        errhint("Check that the coordinator runs the same version of shardid.")));
+    return value;
+}
+
+}  // namespace shardid::pg
