@@ -283,6 +283,20 @@ void worker_exit(int, Datum arg)
     SpinLockRelease(&shared->citus_mutex);
 }
 
+// Whether a waiting generator should wake the worker for a request now:
+// not while it waits out another server's lease (it asks again when that
+// ends), and at most every 250 ms for the database, however many
+// generators wait (each waits in 20 ms steps).
+bool wake_worker(CitusFence* f)
+{
+    char state[sizeof f->state];
+    SpinLockAcquire(&f->mutex);
+    strlcpy(state, f->state, sizeof state);
+    SpinLockRelease(&f->mutex);
+    return strcmp(state, "waiting") != 0 &&
+           TimestampDifferenceExceeds(f->answered_at.load(), GetCurrentTimestamp(), 250);
+}
+
 }  // namespace
 
 CitusFence* citus_fence_of_database()
@@ -381,8 +395,9 @@ CitusFence* citus_fence_need()
                      errdetail("A Citus worker issues IDs only while a background worker of its database has the "
                                "coordinator's confirmation that this server is its group's primary."),
                      errhint("Raise max_worker_processes in postgresql.conf and restart the server.")));
-    } else if (Latch* latch = f->worker_latch.load(std::memory_order_acquire)) {
-        SetLatch(latch);
+    } else if (wake_worker(f)) {
+        if (Latch* latch = f->worker_latch.load(std::memory_order_acquire))
+            SetLatch(latch);
     }
     return f;
 }
