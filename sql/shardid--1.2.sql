@@ -570,6 +570,25 @@ COMMENT ON COLUMN shardid_citus_lease.window_end_ms IS
 COMMENT ON COLUMN shardid_citus_lease.floor_ms IS
     'the highest window end of the group''s earlier servers: the confirmed server issues above it';
 
+CREATE TABLE shardid_citus_declared (
+    groupid integer NOT NULL CHECK (groupid >= 0),
+    shards int4multirange NOT NULL,
+    until_ms bigint NOT NULL,
+    valid_until timestamptz NOT NULL,
+    PRIMARY KEY (groupid, shards)
+);
+REVOKE ALL ON shardid_citus_declared FROM PUBLIC;
+COMMENT ON TABLE shardid_citus_declared IS
+    'on a Citus coordinator: the explicit shards (shardid.shards) each group declared, so that no server whose group '
+    'id is one of them is confirmed while they are live (superusers; not dumped: transient)';
+COMMENT ON COLUMN shardid_citus_declared.shards IS
+    'the declared values (a worker''s as its fence sent them, the coordinator''s own as group 0)';
+COMMENT ON COLUMN shardid_citus_declared.until_ms IS
+    'the declaring node issued no explicit shard ID at or above this tick (its window end; the coordinator''s clock '
+    'plus shardid.max_clock_lead): a server confirmed under one of the values later issues above it';
+COMMENT ON COLUMN shardid_citus_declared.valid_until IS
+    'on the coordinator''s clock: until then no server whose group is one of the values is confirmed';
+
 CREATE FUNCTION shardid_node_token() RETURNS text
     AS 'MODULE_PATHNAME', 'shardid_node_token'
     LANGUAGE C VOLATILE;
@@ -578,7 +597,8 @@ COMMENT ON FUNCTION shardid_node_token() IS
     'this server''s token for the Citus group fence: its system identifier and its postmaster''s start time; a '
     'promoted standby or a restarted server has another (superusers)';
 
-CREATE FUNCTION shardid_citus_confirm(for_group integer, server_token text, fence integer, window_end bigint)
+CREATE FUNCTION shardid_citus_confirm(for_group integer, server_token text, fence integer, window_end bigint,
+                                      declared int4multirange)
     RETURNS text
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -589,6 +609,15 @@ DECLARE
     lease record;
     now_at timestamptz := clock_timestamp();
     lasts interval := fence * interval '1 millisecond';
+    own int4multirange;
+    own_until bigint;
+    leased int4multirange;
+    prior int4multirange;
+    taken int4multirange;
+    declarer integer;
+    overlap integer;
+    declared_floor bigint;
+    issue_floor bigint;
 BEGIN
     IF to_regclass('pg_catalog.pg_dist_local_group') IS NULL
        OR (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) IS DISTINCT FROM 0 THEN
@@ -598,8 +627,9 @@ BEGIN
     END IF;
     IF for_group IS NULL OR for_group < 1 OR server_token IS NULL OR server_token !~ '^[0-9]{1,20}\.-?[0-9]{1,20}$'
        OR fence IS NULL OR fence NOT BETWEEN 2000 AND 600000
-       OR window_end IS NULL OR window_end NOT BETWEEN 1 AND 9007199254740991 THEN
-        RAISE EXCEPTION 'shardid_citus_confirm() was given a group, token, fence or window end shardid does not send'
+       OR window_end IS NULL OR window_end NOT BETWEEN 1 AND 9007199254740991
+       OR declared IS NULL OR (NOT isempty(declared) AND lower(declared) < 0) THEN
+        RAISE EXCEPTION 'shardid_citus_confirm() was given a group, token, fence, window end or declaration shardid does not send'
             USING ERRCODE = '22023';
     END IF;
     -- The server the metadata names for the group, asked for its token at
@@ -618,38 +648,99 @@ BEGIN
     IF asked.result IS DISTINCT FROM server_token THEN
         RETURN 'other';
     END IF;
+    -- Explicit shards (shardid.shards), whichever came first: a value a
+    -- live declaration holds is no server's group (a server confirmed under
+    -- it later issues above the declarer's IDs), and a declaration is
+    -- recorded without the groups already confirmed (a lease) unless it
+    -- held them first. The coordinator's own declaration is read here (its
+    -- settings, the library loaded); a worker's came with its request, and
+    -- one that lists another confirmed group is refused ("overlap"). One
+    -- request at a time from here on: a declaration and a group are never
+    -- both confirmed by two requests that do not see each other.
+    PERFORM @extschema@.shardid_node_token();
+    LOCK TABLE @extschema@.shardid_citus_declared IN SHARE ROW EXCLUSIVE MODE;
+    DELETE FROM @extschema@.shardid_citus_declared d WHERE d.valid_until < now_at - interval '1 day';
+    SELECT coalesce(range_agg(int4range(l.groupid, l.groupid, '[]')), '{}') INTO leased
+      FROM @extschema@.shardid_citus_lease l;
+    leased := leased + '{[0,0]}';  -- the coordinator's group
+    SELECT coalesce(range_agg(int4range(r.lo, r.hi, '[]')), '{}') INTO own
+      FROM (SELECT split_part(p, '-', 1)::integer AS lo,
+                   coalesce(nullif(split_part(p, '-', 2), ''), split_part(p, '-', 1))::integer AS hi
+              FROM regexp_split_to_table(regexp_replace(coalesce(current_setting('shardid.shards', true), ''),
+                                                        '\s', '', 'g'), ',') p
+             WHERE p <> '') r;
+    SELECT coalesce(range_agg(d.shards), '{}') INTO prior FROM @extschema@.shardid_citus_declared d
+     WHERE d.groupid = 0 AND d.valid_until > now_at;
+    own := own - (leased - prior);
+    IF NOT isempty(own) THEN
+        own_until := floor(extract(epoch FROM now_at) * 1000)::bigint
+                     + (SELECT s.setting::bigint FROM pg_settings s WHERE s.name = 'shardid.clock_offset_ms')
+                     + (SELECT s.setting::bigint FROM pg_settings s WHERE s.name = 'shardid.max_clock_lead');
+        INSERT INTO @extschema@.shardid_citus_declared AS d (groupid, shards, until_ms, valid_until)
+        VALUES (0, own, own_until, now_at + lasts)
+        ON CONFLICT (groupid, shards) DO UPDATE
+           SET until_ms = greatest(d.until_ms, excluded.until_ms),
+               valid_until = greatest(d.valid_until, excluded.valid_until);
+    END IF;
+    SELECT d.groupid INTO declarer FROM @extschema@.shardid_citus_declared d
+     WHERE d.groupid <> for_group AND for_group <@ d.shards AND d.valid_until > now_at
+     ORDER BY d.groupid LIMIT 1;
+    IF FOUND THEN
+        RETURN 'declared ' || declarer;
+    END IF;
+    SELECT coalesce(max(d.until_ms), 0) INTO declared_floor FROM @extschema@.shardid_citus_declared d
+     WHERE d.groupid <> for_group AND for_group <@ d.shards;
+    SELECT coalesce(range_agg(d.shards), '{}') INTO prior FROM @extschema@.shardid_citus_declared d
+     WHERE d.groupid = for_group AND d.valid_until > now_at;
+    taken := declared * (leased - int4multirange(int4range(for_group, for_group, '[]')) - prior);
+    IF NOT isempty(taken) THEN
+        overlap := lower(taken);
+    END IF;
     -- Leases of groups no longer in the metadata, a day after they ended.
     DELETE FROM @extschema@.shardid_citus_lease l
      WHERE l.valid_until < now_at - interval '1 day'
        AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_node n WHERE n.groupid = l.groupid);
-    INSERT INTO @extschema@.shardid_citus_lease (groupid, token, valid_until, window_end_ms)
-    VALUES (for_group, server_token, now_at + lasts, window_end)
+    INSERT INTO @extschema@.shardid_citus_lease (groupid, token, valid_until, window_end_ms, floor_ms)
+    VALUES (for_group, server_token, now_at + lasts, window_end, declared_floor)
     ON CONFLICT (groupid) DO NOTHING;
     IF FOUND THEN
-        RETURN 'ok 0';
-    END IF;
-    SELECT l.* INTO lease FROM @extschema@.shardid_citus_lease l WHERE l.groupid = for_group FOR UPDATE;
-    IF lease.token IS DISTINCT FROM server_token THEN
-        IF lease.valid_until > now_at THEN
-            RETURN 'wait ' || ceil(extract(epoch FROM lease.valid_until - now_at) * 1000)::bigint;
+        issue_floor := declared_floor;
+    ELSE
+        SELECT l.* INTO lease FROM @extschema@.shardid_citus_lease l WHERE l.groupid = for_group FOR UPDATE;
+        IF lease.token IS DISTINCT FROM server_token THEN
+            IF lease.valid_until > now_at THEN
+                RETURN 'wait ' || ceil(extract(epoch FROM lease.valid_until - now_at) * 1000)::bigint;
+            END IF;
+            issue_floor := greatest(lease.floor_ms, lease.window_end_ms, declared_floor);
+            UPDATE @extschema@.shardid_citus_lease l
+               SET token = server_token, valid_until = now_at + lasts, window_end_ms = window_end, floor_ms = issue_floor
+             WHERE l.groupid = for_group;
+        ELSE
+            issue_floor := greatest(lease.floor_ms, declared_floor);
+            UPDATE @extschema@.shardid_citus_lease l
+               SET valid_until = greatest(lease.valid_until, now_at + lasts),
+                   window_end_ms = greatest(lease.window_end_ms, window_end), floor_ms = issue_floor
+             WHERE l.groupid = for_group;
         END IF;
-        UPDATE @extschema@.shardid_citus_lease l
-           SET token = server_token, valid_until = now_at + lasts, window_end_ms = window_end,
-               floor_ms = greatest(lease.floor_ms, lease.window_end_ms)
-         WHERE l.groupid = for_group;
-        RETURN 'ok ' || greatest(lease.floor_ms, lease.window_end_ms);
     END IF;
-    UPDATE @extschema@.shardid_citus_lease l
-       SET valid_until = greatest(lease.valid_until, now_at + lasts),
-           window_end_ms = greatest(lease.window_end_ms, window_end)
-     WHERE l.groupid = for_group;
-    RETURN 'ok ' || lease.floor_ms;
+    IF overlap IS NOT NULL THEN
+        RETURN 'ok ' || issue_floor || ' overlap ' || overlap;
+    END IF;
+    IF NOT isempty(declared) THEN
+        INSERT INTO @extschema@.shardid_citus_declared AS d (groupid, shards, until_ms, valid_until)
+        VALUES (for_group, declared, window_end, now_at + lasts)
+        ON CONFLICT (groupid, shards) DO UPDATE
+           SET until_ms = greatest(d.until_ms, excluded.until_ms),
+               valid_until = greatest(d.valid_until, excluded.valid_until);
+    END IF;
+    RETURN 'ok ' || issue_floor;
 END;
 $$;
-REVOKE EXECUTE ON FUNCTION shardid_citus_confirm(integer, text, integer, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION shardid_citus_confirm(integer, text, integer, bigint) IS
+REVOKE EXECUTE ON FUNCTION shardid_citus_confirm(integer, text, integer, bigint, int4multirange) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_citus_confirm(integer, text, integer, bigint, int4multirange) IS
     'on a Citus coordinator, asked by a worker every second: whether the server with this token is the primary its '
-    'metadata names for the group, and for how long (ok <floor>, wait <ms>, other, absent, unreachable) (superusers)';
+    'metadata names for the group, and for how long, and whether its declared shards are another node''s group (ok '
+    '<floor> [overlap <group>], wait <ms>, other, absent, unreachable, declared <group>) (superusers)';
 CREATE FUNCTION shardid_sync_keys() RETURNS integer
     AS 'MODULE_PATHNAME', 'shardid_sync_keys'
     LANGUAGE C VOLATILE;

@@ -38,6 +38,9 @@
 #     under the node's new group, not the single-node cluster's 0; removed
 #     while it runs, it refuses, and a server added under its group id
 #     issues above its IDs.
+#   6b a server added under a value the coordinator or a worker declares in
+#     shardid.shards refuses while the declaration lives, and then issues
+#     above the declarer's IDs; the declarer then refuses the value.
 #   7 docs/setup/citus-trial.sh as docs/citus.md runs it, and its stop.
 set -u
 . scripts/lib.sh
@@ -148,6 +151,9 @@ contains "a declared shard equal to another node's group (w1's 1) is refused (55
 contains "... naming why" "$err" "shard 1 is the Citus group id of another node"
 check "... while a declared shard no node has as its group issues" "9" \
     "$(q c -c "SELECT (instagram_decode(next_instagram_id(9))).shard" 2>&1)"
+sleep 1.5
+check "... and w1, whose group 1 came before the declaration, goes on issuing under it" "1" \
+    "$(q w1 -c "SELECT (instagram_decode(next_instagram_id())).shard" 2>&1)"
 q c -c "ALTER SYSTEM RESET shardid.shards" -c "SELECT pg_reload_conf()" >/dev/null
 q c -c "SELECT create_layout('two_nodes', '2024-01-01', '1 second', 41, 1, 12)" >/dev/null
 err=$(q_err w2 "SELECT next_id('two_nodes')")
@@ -510,6 +516,49 @@ check "a server added under the removed worker's group issues under it, above th
 err=$(q_err w4 "SELECT next_trace_id()")
 contains "... while the removed worker still refuses" "$err" "has not confirmed this server as the primary of group $w4_group"
 
+# --- 6b: a server added under a declared shard ------------------------------------
+# Declarations live on the coordinator (shardid_citus_declared): a server
+# added under a value the coordinator or a worker lists in shardid.shards is
+# refused while the declaration lives, and once it has run out issues above
+# every ID the declarer issued with it (issue 48: only the declaring node
+# checked, so a node added later under the value shared its IDs). The
+# declarer's clock runs 3 s ahead: its IDs are dated ahead of the new
+# server's clock. $1: the declaring node, $2 its group, $3 the new server,
+# $4 its port, $5 the value.
+declared_then_added() {
+    local by=$1 by_group=$2 new=$3 port=$4 v=$5 by_max new_min err i
+    q "$by" -c "ALTER SYSTEM SET shardid.shards = '$v'" -c "ALTER SYSTEM SET shardid.clock_offset_ms = 3000" \
+        -c "SELECT pg_reload_conf()" >/dev/null
+    sleep 0.5
+    by_max=$(q "$by" -c "SELECT max(next_instagram_id($v)) FROM generate_series(1, 20000)" 2>&1)
+    check "$by (group $by_group) declares shard $v and issues 20,000 IDs with it" "t" \
+        "$([ "$by_max" -gt 0 ] 2>/dev/null && echo t || echo "f ($by_max)")"
+    cnode_up "$new" "$port" "$src" || stop_suite "$new did not start"
+    q c -c "SELECT citus_add_node('127.0.0.1', $port, groupid => $v)" >/dev/null ||
+        fail "citus_add_node($new, groupid => $v) failed"
+    err=$(q_err "$new" "SELECT next_instagram_id()")
+    contains "a server added under group $v, which $by declares, refuses to issue (55000)" "$err" "55000"
+    contains "... naming the declaring node's group" "$err" "group $v is an explicit shard that Citus group $by_group declares"
+    err=$(q_err "$by" "SELECT next_instagram_id($v)")
+    contains "... and $by's declaration is refused now that $v is a node's group" "$err" \
+        "shard $v is the Citus group id of another node"
+    q "$by" -c "ALTER SYSTEM RESET shardid.shards" -c "SELECT pg_reload_conf()" >/dev/null
+    for ((i = 0; i < 40; i++)); do
+        new_min=$(q "$new" -c "SELECT min(next_instagram_id()) FROM generate_series(1, 20000)" 2>/dev/null) && break
+        sleep 1
+    done
+    check "$v undeclared: $new issues under its group, above every ID $by issued with shard $v" "$v t" \
+        "$(q "$new" -c "SELECT (instagram_decode(next_instagram_id())).shard" 2>&1) $([ "${new_min:-0}" -gt "$by_max" ] 2>/dev/null && echo t || echo "f (${new_min:-none} after $i s, not above $by_max)")"
+    q "$by" -c "ALTER SYSTEM RESET shardid.clock_offset_ms" -c "SELECT pg_reload_conf()" >/dev/null
+}
+# c and w1 take their node ids from Citus again (section 5 set them by hand).
+for n in c w1; do
+    cnode_conf "$n" "$src" "shardid.node_id = -1"
+    cnode_stop "$n" && cnode_start "$n" || fail "$n did not restart"
+done
+declared_then_added c 0 w6 $((base + 7)) 40
+declared_then_added w1 1 w7 $((base + 8)) 41
+
 # --- 7: docs/citus.md's trial, as written -------------------------------------------
 # su postgres -c 'sh -s' < docs/setup/citus-trial.sh, with its own directory
 # and ports; then the page's first statements on it, and its stop.
@@ -531,7 +580,7 @@ as_pg env DIR="$trial" PG_PORT=$tport sh -s stop <docs/setup/citus-trial.sh
 check "citus-trial.sh stop: the servers stop, the directory goes" "gone" \
     "$([ ! -e "$trial" ] && ! pgrep -f "$trial/" >/dev/null && echo gone)"
 
-for n in c w1 w2 w3 w4; do
+for n in c w1 w2 w3 w4 w6 w7; do
     grep -q "was terminated by signal\|server process .* terminated" "${cdir_of[$n]}/server.log" &&
         fail "a process of $n crashed: $(grep -m1 'terminated' "${cdir_of[$n]}/server.log")"
 done

@@ -92,8 +92,15 @@ TEST(ShardClaim, ShardSets)
     EXPECT_TRUE(coord::shard_set_contains(set, 99));
     EXPECT_TRUE(coord::shard_set_contains(set, 45));
     EXPECT_FALSE(coord::shard_set_contains(set, 101));
+    EXPECT_EQ(coord::shard_set_multirange(set), "{[0,100],[3,3],[40,50]}");
+    ASSERT_TRUE(coord::parse_shard_set("1024, 0-511", 8191, &set, &why)) << why;
+    EXPECT_EQ(coord::shard_set_multirange(set), "{[0,511],[1024,1024]}");
     ASSERT_TRUE(coord::parse_shard_set("", 8191, &set, &why));
     EXPECT_TRUE(set.empty());
+    EXPECT_EQ(coord::shard_set_multirange(set), "{}");
+    EXPECT_NE(coord::text_fingerprint("{}"), 0u);
+    EXPECT_NE(coord::text_fingerprint("{[1,1]}"), coord::text_fingerprint("{[1,2]}"));
+    EXPECT_EQ(coord::text_fingerprint("{[1,1]}"), coord::text_fingerprint("{[1,1]}"));
     for (const char* bad : {"x", "1-", "-1", "5-3", "0-8192", "1,,2", "1;2", "9223372036854775808", "1-2-3", "0x10"}) {
         EXPECT_FALSE(coord::parse_shard_set(bad, 8191, &set, &why)) << bad;
         EXPECT_FALSE(why.empty());

@@ -153,4 +153,25 @@ bool shard_set_contains(const std::vector<ShardRange>& set, int64_t value)
     return false;
 }
 
+std::string shard_set_multirange(const std::vector<ShardRange>& set)
+{
+    std::string text = "{";
+    for (const ShardRange& r : set) {
+        if (text.size() > 1)
+            text += ',';
+        text += '[' + std::to_string(r.lo) + ',' + std::to_string(r.hi) + ']';
+    }
+    return text + '}';
+}
+
+uint64_t text_fingerprint(const std::string& text)
+{
+    uint64_t h = 14695981039346656037ull;
+    for (unsigned char c : text) {
+        h ^= c;
+        h *= 1099511628211ull;
+    }
+    return h == 0 ? 1 : h;
+}
+
 }  // namespace shardid::coord

@@ -66,5 +66,12 @@ struct ShardRange {
 };
 bool parse_shard_set(const std::string& text, int64_t max, std::vector<ShardRange>* out, std::string* why);
 bool shard_set_contains(const std::vector<ShardRange>& set, int64_t value);
+// The set as PostgreSQL's int4multirange/int8multirange text, "{[0,511],[1024,1024]}"
+// ("{}" when empty), in the order parse_shard_set() sorted it: the same
+// set always gives the same text (Citus: what a worker declares to the
+// coordinator, and the fingerprint its generators compare).
+std::string shard_set_multirange(const std::vector<ShardRange>& set);
+// A 64-bit FNV-1a fingerprint of a text, never 0 (0 means "none").
+uint64_t text_fingerprint(const std::string& text);
 
 }  // namespace shardid::coord

@@ -283,6 +283,24 @@ bool shard_declared(int64_t shard)
     return coord::shard_set_contains(declared_shards, shard);
 }
 
+const char* shard_declaration(uint64_t* fingerprint)
+{
+    static std::string parsed_text = "\x01", multirange;
+    static uint64_t print = 0;
+    const char* text = shards_setting ? shards_setting : "";
+    if (parsed_text != text) {
+        std::string why;
+        std::vector<coord::ShardRange> set;
+        if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
+            set.clear();  // checked when set: never reached
+        multirange = coord::shard_set_multirange(set);
+        print = coord::text_fingerprint(multirange);
+        parsed_text = text;
+    }
+    *fingerprint = print;
+    return multirange.c_str();
+}
+
 const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str(); }
 
 const char* refused_hint()

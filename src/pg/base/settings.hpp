@@ -50,6 +50,10 @@ extern int shard_idle_release_s;  // shardid.shard_idle_release: a value without
 extern char* shards_setting;      // shardid.shards: the shards this node declares it owns ("" : any)
 // Whether shardid.shards admits `shard` (always when it is empty).
 bool shard_declared(int64_t shard);
+// shardid.shards as a multirange text ("{[0,511],[1024,1024]}", "{}" when
+// empty) and its fingerprint (never 0): what a Citus worker declares to the
+// coordinator (src/pg/source/citus_fence.cpp).
+const char* shard_declaration(uint64_t* fingerprint);
 
 // Called from _PG_init: defines every setting. Those that take effect at
 // server start only when preloading (PostgreSQL refuses PGC_POSTMASTER

@@ -58,6 +58,7 @@
 #include "pg/base/catalog.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
+#include "pg/source/citus_declared.hpp"
 #include "pg/source/node_source.hpp"
 #include "pg/state/coord_shared.hpp"
 #include "pg/state/shared.hpp"
@@ -154,8 +155,11 @@ int64_t renew(CitusFence* f)
     const int64_t sent = fence_clock_ms();
     const int64_t window_end = wall_clock().now_ms() + fence;
     const char* schema = get_namespace_name(shardid_extension().schema);
-    const char* command = psprintf("SELECT %s.shardid_citus_confirm(%lld, %s, %d, %lld)", quote_identifier(schema),
-                                   (long long)group, quote_literal_cstr(node_token()), fence, (long long)window_end);
+    uint64_t declared = 0;
+    const char* declaration = shard_declaration(&declared);
+    const char* command =
+        psprintf("SELECT %s.shardid_citus_confirm(%lld, %s, %d, %lld, %s)", quote_identifier(schema), (long long)group,
+                 quote_literal_cstr(node_token()), fence, (long long)window_end, quote_literal_cstr(declaration));
     const char* answer = nullptr;
     f->requests.fetch_add(1);
     // A coordinator that does not answer ends the request after a fence
@@ -169,11 +173,22 @@ int64_t renew(CitusFence* f)
     if (ok && strncmp(answer, "ok ", 3) == 0) {
         errno = 0;
         const long long floor = strtoll(answer + 3, &end, 10);
-        // The floor is a window end some server of this group recorded: at
-        // most its clock plus a fence. One further ahead of this clock than
-        // a fence and the clock lead is not shardid's (a hand edit).
+        // "ok <floor> overlap <group>": this server is confirmed, but its
+        // shardid.shards lists another node's group id.
+        long long overlap = -1;
+        const bool bad_floor = end == answer + 3 || errno != 0;
+        if (!bad_floor && strncmp(end, " overlap ", 9) == 0) {
+            char* at = end + 9;
+            overlap = strtoll(at, &end, 10);
+            if (end == at || errno != 0 || overlap < 0 || overlap > INT32_MAX)
+                end = at - 1;  // refused below
+        }
+        // The floor is a window end some server of this group recorded (or
+        // a node that declared the group's value as a shard): at most its
+        // clock plus a fence, or plus the clock lead. One further ahead of
+        // this clock and it is not shardid's (a hand edit).
         const int64_t reach = wall_clock().now_ms() + 600000 + int64_t(std::max(max_clock_lead_ms, 0));
-        if (end == answer + 3 || *end != '\0' || errno != 0 || floor < 0 || floor > reach) {
+        if (bad_floor || *end != '\0' || floor < 0 || floor > reach) {
             stop_fence(f);
             const char* why = psprintf("the coordinator answered \"%s\", not a window end shardid could have "
                                        "recorded (at most %lld)",
@@ -189,11 +204,14 @@ int64_t renew(CitusFence* f)
             f->fence_ms.store(0, std::memory_order_seq_cst);
             f->group.store(group, std::memory_order_seq_cst);
         }
+        // The declaration this window covers, before the window
+        // (src/pg/source/citus_declared.cpp).
+        const char* overlap_why = citus_fence_declaration(f, declared, overlap);
         raise_to(f->window_end_ms, window_end);
         f->fence_ms.store(sent + fence, std::memory_order_seq_cst);
         log_state(f, "confirmed",
                   psprintf("The coordinator confirmed this server as the primary of group %lld.", (long long)group));
-        set_text(f, "confirmed", "");
+        set_text(f, "confirmed", overlap_why);
         return interval;
     }
     if (ok && strncmp(answer, "wait ", 5) == 0) {
@@ -205,6 +223,14 @@ int64_t renew(CitusFence* f)
         set_text(f, "waiting", why);
         return end == answer + 5 || *end != '\0' || errno != 0 || ms < 0 ? interval
                                                                          : std::clamp<int64_t>(ms, 10, interval);
+    }
+    if (const char* why = ok ? citus_declared_by(answer, group) : nullptr; why != nullptr) {
+        // Another node lists this server's group id in its shardid.shards;
+        // asked again each interval, until its declaration runs out.
+        stop_fence(f);
+        log_state(f, "refused", why);
+        set_text(f, "refused", why);
+        return interval;
     }
     if (ok && (strcmp(answer, "other") == 0 || strcmp(answer, "absent") == 0)) {
         stop_fence(f);
@@ -350,6 +376,8 @@ CitusFence* citus_fence_need()
             f->fence_ms.store(0);
             f->group.store(-1);
             f->window_end_ms.store(0);
+            f->declared.store(0);
+            f->declared_refused.store(0);
             f->started_ms.store(0);
             f->answered_at.store(0);
             f->wanted_ms.store(now);

@@ -47,6 +47,7 @@ extern "C" {
 #include "pg/base/guard.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
+#include "pg/source/citus_declared.hpp"
 #include "pg/source/citus_fence.hpp"
 
 extern "C" {
@@ -314,7 +315,8 @@ public:
     // An explicit shard is this node's only when shardid.shards declares
     // it: Citus has no owner for shard field values, and the shards of a
     // distributed table are not the values of an ID's shard field.
-    bool hold_value(SlotState*, const Layout&, uint64_t value, bool given, SourceTicket*, Status* status) const override
+    bool hold_value(SlotState*, const Layout&, uint64_t value, bool given, SourceTicket* ticket,
+                    Status* status) const override
     {
         if (!given)
             return true;
@@ -351,7 +353,8 @@ public:
                                      "the shard's rows on the node whose group it is.");
             return false;
         }
-        return true;
+        // A worker's counts once the coordinator recorded it (citus_declared.hpp).
+        return ticket->id <= 0 || citus_declaration_usable(value, &ticket->declaration, status);
     }
 
     bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
@@ -361,11 +364,14 @@ public:
         // Orders this ID's step of its slot before the fence is read, as
         // the etcd source's confirm() does.
         std::atomic_thread_fence(std::memory_order_seq_cst);
-        if (!citus_fence_holds(citus_fence_of_database(), ticket.id, tick_ms)) {
+        const CitusFence* fence = citus_fence_of_database();
+        if (!citus_fence_holds(fence, ticket.id, tick_ms)) {
             *status = unconfirmed(ticket.id);
             return false;
         }
-        return true;
+        // Read after the window (the worker stores a new declaration
+        // before a new window).
+        return citus_declaration_holds(fence, ticket.declaration, status);
     }
     void wait(TimestampTz since, const Status& why) const override
     {

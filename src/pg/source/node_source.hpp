@@ -31,6 +31,9 @@ struct SourceTicket {
     int claim = -1;
     uint64_t claim_generation = 0;
     int64_t unit_ms = 1;
+    // Citus: the fingerprint of the shardid.shards an explicit shard was
+    // held under (0: none), which the coordinator must have recorded.
+    uint64_t declaration = 0;
 };
 
 class NodeIdSource {

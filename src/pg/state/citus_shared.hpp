@@ -35,6 +35,14 @@ struct CitusFence {
     std::atomic<int64_t> group;
     std::atomic<int64_t> fence_ms;
     std::atomic<int64_t> window_end_ms;
+    // The fingerprint of the shardid.shards the coordinator recorded with
+    // the current window (0: none; an explicit shard is issued only under
+    // it), one it refused because it lists another node's group id, and
+    // that group. The worker stores a new `declared` before it raises
+    // window_end_ms; generators read the window first.
+    std::atomic<uint64_t> declared;
+    std::atomic<uint64_t> declared_refused;
+    std::atomic<int64_t> declared_conflict;
     std::atomic<int64_t> answered_at;  // TimestampTz of the last answer (0: none)
     std::atomic<uint64_t> requests;
     std::atomic<uint64_t> errors;
