@@ -10,7 +10,10 @@
 #                       tarball's and the patch's checksums, the PostgreSQL)
 #   citus_install       copy the staged files into PostgreSQL's directories
 #   citus_available     citus_ensure and citus_install; prints "SKIP ..." and
-#                       returns 2 when there is neither source nor build
+#                       returns 2 when there is neither source nor build, or
+#                       when Citus does not support this PostgreSQL
+#   citus_root_ensure V the vendored source into V's Debian root and Citus
+#                       built there (the 17 root's Citus suite)
 #   cnode_up NAME PORT CONF...  a new Citus node (TCP on 127.0.0.1), running,
 #                       with the citus extension; cnode_start, cnode_stop,
 #                       cnode_conf NAME LINE..., cq NAME PSQL-ARGS...,
@@ -21,8 +24,8 @@
 CITUS_VERSION=13.2.2
 citus_stage() { echo "$SHARDID_ROOTS/citus-$CITUS_VERSION-pg$PG_MAJOR"; }
 # Every program the build calls that minbase lacks (patch, for the vendored
-# patch) and the libraries Citus links with.
-citus_deps="patch liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+# patch) and the libraries Citus links with (ICU: PostgreSQL 17's headers include it).
+citus_deps="patch libicu-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
 
 citus_source() {
     local d
@@ -114,6 +117,10 @@ citus_install() {
 
 citus_available() {
     local err
+    if ! citus_supports "$PG_MAJOR"; then
+        echo "SKIP citus: $(citus_unsupported_why "$PG_MAJOR")"
+        return 2
+    fi
     err=$(mktemp)
     if ! citus_ensure >/dev/null 2>"$err"; then
         if ! why=$(citus_source 2>&1 >/dev/null) && [ ! -f "$(citus_stage)/.shardid-citus" ]; then
@@ -128,6 +135,23 @@ citus_available() {
     fi
     rm -f "$err"
     citus_install || { echo "FAIL citus: could not install the staged Citus"; return 1; }
+}
+
+# Citus on the other PostgreSQL versions: 13.2.2 supports 15 to 17, so its
+# suite runs natively on 15 and in the 17 root (scripts/roots.sh); 18 and 19
+# are listed as skipped, with this reason.
+citus_supports() { case $1 in 15 | 16 | 17) return 0 ;; *) return 1 ;; esac; }
+citus_unsupported_why() { echo "Citus $CITUS_VERSION supports PostgreSQL 15 to 17, not $1"; }
+# citus_root_ensure V: the vendored source into V's root (/build/vendor),
+# then Citus built and staged inside it (cached there, like the root).
+# Needs root_copy_source V first (the build runs these scripts).
+citus_root_ensure() {
+    local v=$1 src dest
+    src=$(citus_source) || return 1
+    dest="$(root_dir "$v")/build/vendor"
+    as_root rm -rf "$dest" && as_root mkdir -p "$dest" && as_root cp -a "$src/." "$dest/" || return 1
+    root_run "$v" env PG_MAJOR="$v" SHARDID_VENDOR=/build/vendor bash -c \
+        'cd /build/shardid && . scripts/lib.sh && . scripts/roots.sh && . scripts/citus.sh && citus_ensure'
 }
 
 # Nodes live in $cwork (set it to a pg_tmpdir first).

@@ -32,8 +32,9 @@ root_dir() { echo "$SHARDID_ROOTS/pg$1"; }
 # commands use).
 root_packages() {
     local extra=""
-    # pg_partman 5 for the partitioning tests (trixie ships 5.2).
-    [ "$1" = 17 ] && extra=" postgresql-17-partman"
+    # pg_partman 5 for the partitioning tests (trixie ships 5.2), and
+    # psycopg2 for the Citus suite's load (test/citus/load.py).
+    [ "$1" = 17 ] && extra=" postgresql-17-partman python3-psycopg2"
     # The README's package commands (mk-build-deps) run on 15's root.
     [ "$1" = 15 ] && extra=" devscripts equivs"
     echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \

@@ -64,6 +64,8 @@ record_script() {
     # counted, status 0) is listed, not counted.
     if [ "$rc" -eq 0 ] && ! grep -qE '^(PASS|FAIL)' <<<"$out" && grep -q '^SKIP ' <<<"$out"; then
         skipped+=("$name: $(grep -m1 '^SKIP ' <<<"$out" | cut -c6-)")
+        # A caller that collects results from a root lists it too.
+        [ -n "${SHARDID_RESULTS:-}" ] && printf 'SKIP\t%s\n' "${skipped[-1]}" >>"$SHARDID_RESULTS"
         log "skipped $name"
         return 0
     fi

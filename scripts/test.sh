@@ -11,7 +11,8 @@
 #     built once per machine from ../shared/vendor (scripts/citus.sh),
 # all on PostgreSQL 15 natively; then, in cached Debian roots (scripts/
 # roots.sh), the Debian package of PostgreSQL 15, 17, 18 and 19 and, on 17,
-# 18 and 19, pg_regress, the integration tests and the TAP scenarios against it.
+# 18 and 19, pg_regress, the integration tests and the TAP scenarios against it;
+# on 17 the Citus suite too, with Citus built in that root.
 # Works as root (servers run as the postgres OS user) or as a user with sudo.
 # Ends with one line "N passed, N failed"; exits non-zero on any failure.
 set -u
@@ -26,17 +27,23 @@ ensure_deps || { broken setup "could not install dependencies"; finish; }
 # background while the native suites run (a no-op when they are cached);
 # the root loop at the end waits for them.
 . scripts/roots.sh
+. scripts/citus.sh
 versions=${SHARDID_PG_VERSIONS-15 17 18 19}
 roots_log=$(mktemp)
 # Niced and idle-class for the disk, like the Citus build below: the suites
 # with timing bounds that run meanwhile must not pay for them (and those
 # bounds are measured against what the machine is doing: test/coord/outage.sh).
 ( renice -n 19 -p "$BASHPID" >/dev/null 2>&1; ionice -c 3 -p "$BASHPID" 2>/dev/null
-  for v in $versions; do root_ensure "$v" >>"$roots_log" 2>&1; done ) &
+  for v in $versions; do
+      root_ensure "$v" >>"$roots_log" 2>&1 || continue
+      # Citus for the roots' Citus suite, built inside the root (17).
+      if citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && citus_source >/dev/null 2>&1; then
+          { root_copy_source "$v" && citus_root_ensure "$v"; } >>"$roots_log" 2>&1
+      fi
+  done ) &
 roots_job=$!
 # Citus for test/citus/citus.sh (scripts/citus.sh): built once per machine,
 # in the background and niced; the suite waits for it (a lock) when it runs.
-. scripts/citus.sh
 # (Its errors, if any, come again from the suite's own call.)
 ( renice -n 19 -p "$BASHPID" >/dev/null 2>&1; ionice -c 3 -p "$BASHPID" 2>/dev/null
   citus_ensure >/dev/null 2>&1 ) &
@@ -112,14 +119,23 @@ for v in $versions; do
     root_copy_source "$v" || { broken "PG $v (Debian root)" "could not copy the source"; continue; }
     suites="package integration tap"
     [ "$v" = 17 ] && suites+=" partman"
+    # Citus' suite where Citus supports the version (17), listed as skipped
+    # where it does not (18, 19).
+    if citus_supports "$v"; then
+        suites+=" citus"
+    else
+        skipped+=("citus (PG $v): $(citus_unsupported_why "$v")")
+    fi
     [ "$v" = "$PG_MAJOR" ] && suites="package"
     results="$(root_dir "$v")/build/results.tsv"
     as_root rm -f "$results"
     log "PostgreSQL $v in $(root_dir "$v"): $suites"
-    root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv \
+    root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv SHARDID_VENDOR=/build/vendor \
         bash /build/shardid/test/versions/in_root.sh 2>&1 | grep -vE '[0-9]+ passed, [0-9]+ failed$|^== .* took [0-9]+s$' | sed "s/^/[PG $v] /"
     if [ -s "$results" ]; then
-        while IFS=$'\t' read -r name ok bad took; do record "$name" "$ok" "$bad" "$took"; done <"$results"
+        while IFS=$'\t' read -r name ok bad took; do
+            if [ "$name" = SKIP ]; then skipped+=("$ok"); else record "$name" "$ok" "$bad" "$took"; fi
+        done <"$results"
     else
         broken "PG $v (Debian root)" "the suites in the root reported nothing"
     fi

@@ -13,6 +13,8 @@
 #   partman      pg_partman 5 (where the root has it: trixie's
 #                postgresql-17-partman) managing tables partitioned by the
 #                time inside shardid's IDs
+#   citus        test/citus/citus.sh with Citus built in the root from the
+#                vendored source at $SHARDID_VENDOR (17)
 #
 # SHARDID_ROOT_SUITES names the suites (default: all three). Results are
 # appended to $SHARDID_RESULTS for the caller; ends with "N passed, N failed".
@@ -276,11 +278,23 @@ SQL
     record "$name" "$ok" "$bad"
 }
 
+# test/citus/citus.sh against the installed package, with Citus built in
+# this root from the vendored source (scripts/citus.sh: cached in the root).
+citus_suite() {
+    local out rc
+    out=$(bash test/citus/citus.sh 2>&1)
+    rc=$?
+    record_script "citus ($PGV, citus)" "$out" "$rc"
+}
+
 [[ $suites == *" package "* ]] && package_suite
 if [[ $suites == *" integration "* ]]; then
     if [ -z "$(shardid_files)" ]; then broken "integration ($PGV)" "shardid is not installed"; else run_integration; fi
 fi
 [[ $suites == *" partman "* ]] && partman_suite
+if [[ $suites == *" citus "* ]]; then
+    if [ -z "$(shardid_files)" ]; then broken "citus ($PGV)" "shardid is not installed"; else citus_suite; fi
+fi
 if [[ $suites == *" tap "* ]]; then
     if [ -z "$(shardid_files)" ]; then broken "tap ($PGV)" "shardid is not installed"; else run_tap; fi
 fi

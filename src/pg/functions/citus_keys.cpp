@@ -84,13 +84,54 @@ struct KeyChange {
 // (SendCommandToRemoteMetadataNodesParams(), worker_transaction.c, exported
 // by citus.so). Citus is loaded wherever its metadata exists: it runs only
 // from shared_preload_libraries.
+using Send = void (*)(const char*, const char*, int, const Oid*, const char* const*);
+
+// nullptr where citus.so does not export it: PostgreSQL 16 and later build
+// extensions with hidden symbols (-fvisibility=hidden), and Citus 13 marks
+// only its SQL functions visible. Then the ring reaches no worker, and a
+// change of it is refused while the cluster has one (ring_unsent()).
+Send citus_send()
+{
+    static Send send = nullptr;
+    static bool looked = false;
+    if (!looked) {
+        send = reinterpret_cast<Send>(
+            load_external_function("$libdir/citus", "SendCommandToRemoteMetadataNodesParams", false, nullptr));
+        looked = true;
+    }
+    return send;
+}
+
+// Whether the cluster has a worker with metadata (active or not).
+bool workers_with_metadata()
+{
+    SPI_connect();
+    const int rc = SPI_execute("SELECT 1 FROM pg_catalog.pg_dist_node n WHERE n.groupid OPERATOR(pg_catalog.<>) 0 "
+                               "AND n.hasmetadata",
+                               true, 1);
+    const bool any = rc == SPI_OK_SELECT && SPI_processed > 0;
+    SPI_finish();
+    return any;
+}
+
+const char* ring_unsent_detail()
+{
+    return psprintf("Citus builds its internal functions hidden on PostgreSQL %d, and shardid sends the ring with one "
+                    "of them (SendCommandToRemoteMetadataNodesParams()); each worker keeps the key its own CREATE "
+                    "EXTENSION made and refuses to use it.",
+                    PG_VERSION_NUM / 10000);
+}
+
 void send_to_workers(Oid nsp, const KeyChange& change)
 {
-    using Send = void (*)(const char*, const char*, int, const Oid*, const char* const*);
-    static Send send = nullptr;
-    if (send == nullptr)
-        send = reinterpret_cast<Send>(
-            load_external_function("$libdir/citus", "SendCommandToRemoteMetadataNodesParams", true, nullptr));
+    const Send send = citus_send();
+    if (send == nullptr) {
+        if (!workers_with_metadata())
+            return;
+        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+                        errmsg("the key ring cannot reach Citus workers on PostgreSQL %d", PG_VERSION_NUM / 10000),
+                        errdetail("%s", ring_unsent_detail()), errhint("%s", key_sync_hint(""))));
+    }
     // The time as microseconds from the Unix epoch: read the same whatever
     // the worker connection's DateStyle.
     const char* command =
@@ -157,10 +198,27 @@ void apply_sql(const char* sql, int nargs, Oid* types, Datum* values, const char
 
 }  // namespace
 
+const char* key_sync_hint(const char* usual)
+{
+    if (citus_send() != nullptr)
+        return usual;
+    return psprintf("On PostgreSQL %d the key ring cannot reach Citus workers: use its keys (obfuscate_id, "
+                    "reveal_id, next_call_number) on the coordinator.",
+                    PG_VERSION_NUM / 10000);
+}
+
 void key_ring_created()
 {
-    if (citus_local_group() == 0)
-        send_ring(shardid_extension().schema);
+    if (citus_local_group() != 0)
+        return;
+    if (citus_send() == nullptr) {
+        if (workers_with_metadata())
+            ereport(WARNING,
+                    (errmsg("the key ring does not reach Citus workers on PostgreSQL %d", PG_VERSION_NUM / 10000),
+                     errdetail("%s", ring_unsent_detail()), errhint("%s", key_sync_hint(""))));
+        return;
+    }
+    send_ring(shardid_extension().schema);
 }
 
 }  // namespace shardid::pg

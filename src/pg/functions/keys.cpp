@@ -90,13 +90,15 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
     // On a Citus worker, only the coordinator's keys (src/pg/functions/citus_keys.cpp).
     int64 group;
     if (DatumGetBool(row_value(t, row, "made_by_install")) && (group = citus_local_group()) > 0)
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("obfuscation key \"%.*s\" of this Citus worker is not the coordinator's", len, name),
-                        errdetail("This node (group %lld) made the key with its own CREATE EXTENSION; IDs "
-                                  "obfuscated with it would not reveal on other nodes.",
-                                  (long long)group),
-                        errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
-                                "its keys to every worker.")));
+        ereport(
+            ERROR,
+            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+             errmsg("obfuscation key \"%.*s\" of this Citus worker is not the coordinator's", len, name),
+             errdetail("This node (group %lld) made the key with its own CREATE EXTENSION; IDs "
+                       "obfuscated with it would not reveal on other nodes.",
+                       (long long)group),
+             errhint("%s", key_sync_hint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
+                                         "its keys to every worker."))));
     bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
         ereport(ERROR,
@@ -138,12 +140,14 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
         return;
     const int64 group = citus_local_group();
     if (group == 0 && citus_worker_without_metadata())
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
-                        errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
-                                  "this worker's own would not reveal what the rest of the cluster obfuscated."),
-                        errhint("On the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) for "
-                                "this worker and then SELECT shardid_sync_keys().")));
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
+                 errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
+                           "this worker's own would not reveal what the rest of the cluster obfuscated."),
+                 errhint("%s", key_sync_hint(
+                                   "On the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) for "
+                                   "this worker and then SELECT shardid_sync_keys()."))));
     if (group > 0) {
         const char* command = psprintf(
             "SELECT COALESCE((SELECT pg_catalog.encode(pg_catalog.sha256(k.secret), 'hex') FROM %s k "
@@ -172,8 +176,9 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
                             errdetail("The worker missed a change of the coordinator's key ring (it was disabled, "
                                       "had no metadata or was restored), or the change is not committed yet; IDs "
                                       "obfuscated or revealed with its copy would not match the cluster's."),
-                            errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
-                                    "replaces the keys a worker got from it.")));
+                            errhint("%s", key_sync_hint(
+                                              "On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
+                                              "replaces the keys a worker got from it."))));
     }
     key.confirmed = now;
 }

@@ -17,4 +17,9 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
 // EXTENSION shardid).
 void key_ring_created();
 
+// A hint that makes a worker's ring the coordinator's: `usual` (run
+// shardid_sync_keys()), or where the ring cannot reach workers (PostgreSQL
+// 16 and later: src/pg/functions/citus_keys.cpp) what to do instead.
+const char* key_sync_hint(const char* usual);
+
 }  // namespace shardid::pg
