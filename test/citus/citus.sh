@@ -112,15 +112,6 @@ q w3 -c "DROP EXTENSION shardid" >/dev/null
 # with every node on one hand-set id: the negative control.
 for n in c w1 w2; do cnode_conf "$n" "shardid.launch_id = 1"; q "$n" -c "SELECT pg_reload_conf()" >/dev/null; done
 sleep 0.5
-if [ "$PG_MAJOR" -ge 16 ]; then
-    # Call numbers use the key ring, which cannot reach the workers there
-    # (section 2b): a worker refuses them, and they are left out below.
-    err=$(q_err w1 "SELECT next_call_number()")
-    contains "PG $PG_MAJOR: next_call_number() on a worker is refused (55000), the key ring being the worker's own" \
-        "$err" "55000"
-    contains "... with a hint that works here" "$err" "(obfuscate_id, reveal_id, next_call_number) on the coordinator"
-    GENERATORS=("${GENERATORS[@]:0:8}" "${GENERATORS[@]:10}")
-fi
 every_generator c w1 w2
 for ((i = 0; i < ${#GENERATORS[@]}; i += 2)); do
     check "${GENERATORS[i + 1]} on the coordinator and both workers at once, two sessions each: no value twice" \
@@ -175,22 +166,38 @@ err=$(as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$base" -U postgres -X -At -d plain \
 contains "a database without the citus extension refuses, naming it" "$err" "Citus is not installed in this database"
 
 # The key ring travels through a Citus function that builds for PostgreSQL
-# 16 and later hide (src/pg/functions/citus_keys.cpp): there, sections 2b and
-# 2c give way to the refusals that say so.
+# 16 and later hide (src/pg/functions/citus_keys.cpp): there each worker
+# reads every key from the coordinator when a statement first uses it, and
+# sections 2b and 2c give way to ring_pulled.
 ring() { q "$1" -c "SELECT string_agg(name || '=' || encode(secret, 'hex'), ',' ORDER BY name) FROM shardid_key"; }
-ring_unsent() {  # on PostgreSQL 16 and later
-    local err
-    err=$(q_err c "SELECT create_obfuscation_key('ids')")
-    contains "PG $PG_MAJOR: a key change on the coordinator is refused, the ring cannot reach the workers (0A000)" \
-        "$err" "0A000"
-    contains "... naming the version" "$err" "the key ring cannot reach Citus workers on PostgreSQL $PG_MAJOR"
-    check "... while the coordinator obfuscates and reveals with its own ring" "42" \
-        "$(q c -c "SELECT reveal_id(obfuscate_id(42))" 2>&1)"
-    err=$(q_err w1 "SELECT obfuscate_id(42)")
-    contains "... and a worker refuses its own key (55000)" "$err" "is not the coordinator's"
-    contains "... with a hint that works here" "$err" "(obfuscate_id, reveal_id, next_call_number) on the coordinator"
-    err=$(q_err c "SELECT shardid_sync_keys()")
-    contains "... and shardid_sync_keys() is refused the same way (0A000)" "$err" "0A000"
+ring_pulled() {  # on PostgreSQL 16 and later
+    local err opaque_p
+    opaque_p=$(q c -c "SELECT obfuscate_id(123456789)")
+    check "PG $PG_MAJOR: an ID obfuscated on the coordinator is revealed on w1 and w2 (each reads the coordinator's key)" \
+        "123456789 123456789" "$(q w1 -c "SELECT reveal_id($opaque_p)" 2>&1) $(q w2 -c "SELECT reveal_id($opaque_p)" 2>&1)"
+    q c -c "SELECT create_obfuscation_key('ids')" >/dev/null
+    check "... a key made on the coordinator is used on w1 at once" "$(q c -c "SELECT obfuscate_id(7, 'ids')")" \
+        "$(q w1 -c "SELECT obfuscate_id(7, 'ids')" 2>&1)"
+    coproc W1P { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p $((base + 1)) -U postgres -X -At 2>&1; }
+    ask_w1p() { echo "$1" >&"${W1P[1]}"; read -r -t 30 answer <&"${W1P[0]}" || answer=none; echo "$answer"; }
+    local before
+    before=$(ask_w1p "SELECT obfuscate_id(7, 'ids');")
+    q c -c "SELECT drop_obfuscation_key('ids')" -c "SELECT create_obfuscation_key('ids')" >/dev/null
+    check "... made again under the same name, a backend of w1 open since before uses the new one in its next statement" \
+        "$(q c -c "SELECT obfuscate_id(7, 'ids')") t" "$(ask_w1p "SELECT obfuscate_id(7, 'ids');") $([ "$before" != "$(q c -c "SELECT obfuscate_id(7, 'ids')")" ] && echo t || echo f)"
+    echo '\q' >&"${W1P[1]}" 2>/dev/null
+    q c -c "BEGIN" -c "SELECT create_obfuscation_key('rolled_back')" -c "ROLLBACK" >/dev/null
+    err=$(q_err w1 "SELECT obfuscate_id(1, 'rolled_back')")
+    contains "... a key made in a transaction that rolled back does not exist for w1 (42704)" "$err" "42704"
+    q c -c "SELECT drop_obfuscation_key('ids')" >/dev/null
+    err=$(q_err w1 "SELECT create_obfuscation_key('on_worker')")
+    contains "... create_obfuscation_key() on a worker is refused (55000)" "$err" "the key ring of a Citus worker is written by the coordinator"
+    local number
+    number=$(q c -c "SELECT next_call_number()")
+    check "... call numbers use the coordinator's key on w1: it decodes one c issued as c does" \
+        "$(q c -c "SELECT call_number_decode('$number')")" "$(q w1 -c "SELECT call_number_decode('$number')" 2>&1)"
+    err=$(q c -c "SELECT shardid_sync_keys()" 2>&1)
+    contains "... shardid_sync_keys() says nothing needs sending" "$err" "Citus workers read the coordinator's key ring themselves on PostgreSQL $PG_MAJOR"
 }
 if [ "$PG_MAJOR" -lt 16 ]; then
 # --- 2b: the key ring --------------------------------------------------------------
@@ -310,7 +317,7 @@ check "with metadata again and synced, every row obfuscates on its worker as on 
 q c -c "DROP TABLE ring_rows" -c "SELECT drop_obfuscation_key('rotating')" >/dev/null
 
 else
-    ring_unsent
+    ring_pulled
 fi
 
 # --- 3: the load -----------------------------------------------------------------
@@ -361,24 +368,30 @@ cat "$cwork/load.out"
 cnode_add w3 || fail "citus_add_node(w3) failed"
 check "w3, added after the layout was made, has it and issues under group 3" "3" \
     "$(q w3 -c "SELECT (id_decode('per_minute', next_id('per_minute'))).shard" 2>&1)"
-err=$(q_err w3 "SELECT obfuscate_id(1)")
-contains "w3's own default key (made when Citus added it) is refused until it has the coordinator's (55000)" "$err" "55000"
 if [ "$PG_MAJOR" -lt 16 ]; then
+    err=$(q_err w3 "SELECT obfuscate_id(1)")
+    contains "w3's own default key (made when Citus added it) is refused until it has the coordinator's (55000)" "$err" "55000"
     contains "... with the hint to run shardid_sync_keys()" "$err" "shardid_sync_keys()"
     check "shardid_sync_keys() on the coordinator sends its ring to the three workers" "3" \
         "$(q c -c "SELECT shardid_sync_keys()")"
     check "... and w3's ring is the coordinator's" "$(ring c)" "$(ring w3)"
     check "... so w3 reveals the coordinator's obfuscated ID" "123456789" "$(q w3 -c "SELECT reveal_id($opaque)" 2>&1)"
+else
+    check "PG $PG_MAJOR: w3, added later, obfuscates with the coordinator's key at once" \
+        "$(q c -c "SELECT obfuscate_id(99)")" "$(q w3 -c "SELECT obfuscate_id(99)" 2>&1)"
 fi
 dump=$(as_pg "$PG_BIN/pg_dump" -h 127.0.0.1 -p "$base" -U postgres postgres 2>&1)
 contains "pg_dump of the coordinator carries the layout's carrier" "$dump" 'shardid_carrier."shardid_layout$per_minute"()'
 contains "... and its catalog row" "$dump" "per_minute"$'\t'
 contains "... and the key ring" "$dump" "$(q c -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'default'")"
+printf 'restored\t\\\\x000102030405060708090a0b0c0d0e0f\t2024-01-01 00:00:00+00\tf\n' |
+    q c -c "COPY shardid_key (name, secret, created_at, made_by_install) FROM STDIN" >/dev/null
 if [ "$PG_MAJOR" -lt 16 ]; then
-    printf 'restored\t\\\\x000102030405060708090a0b0c0d0e0f\t2024-01-01 00:00:00+00\tf\n' |
-        q c -c "COPY shardid_key (name, secret, created_at, made_by_install) FROM STDIN" >/dev/null
     check "a key restored into the coordinator (COPY, as pg_restore writes it) reaches w3" "000102030405060708090a0b0c0d0e0f" \
         "$(q w3 -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'restored'")"
+else
+    check "a key restored into the coordinator (COPY, as pg_restore writes it) is w3's" \
+        "$(q c -c "SELECT obfuscate_id(5, 'restored')")" "$(q w3 -c "SELECT obfuscate_id(5, 'restored')" 2>&1)"
 fi
 # --- 4b: a worker fails over while the old primary still runs ----------------------
 # Its standby promoted (its clock 5 s behind) and the coordinator's metadata
@@ -601,10 +614,7 @@ declared_then_added w1 1 w7 $((base + 8)) 41
 # and ports; then the page's first statements on it, and its stop.
 trial=$cwork/trial
 tport=$((base + 10))
-# (On PostgreSQL 16 and later its CREATE EXTENSION warns that the key ring
-# cannot reach the workers: section 2b.)
-out=$(as_pg env DIR="$trial" PG_PORT=$tport sh -s <docs/setup/citus-trial.sh 2>&1 |
-    grep -v '^WARNING:  the key ring does not reach\|^DETAIL:  Citus builds its internal functions\|^HINT:  On PostgreSQL [0-9]* the key ring')
+out=$(as_pg env DIR="$trial" PG_PORT=$tport sh -s <docs/setup/citus-trial.sh 2>&1)
 check "citus-trial.sh: a coordinator and two workers, each node's id its group" "c (port $tport): citus, configured, node id 0
 w1 (port $((tport + 1))): citus, configured, node id 1
 w2 (port $((tport + 2))): citus, configured, node id 2

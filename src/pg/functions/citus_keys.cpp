@@ -23,6 +23,11 @@
 //   before a worker uses it (keys.cpp, confirm_key()), and
 //   shardid_sync_keys() replaces what the worker got from the coordinator.
 //
+// - On PostgreSQL 16 and later nothing travels: Citus' function that sends
+//   it is hidden there (citus_send()), and each worker reads a key from
+//   the coordinator's ring when a statement first uses it (keys.cpp,
+//   pull_key()).
+//
 // What travels is a call of shardid_key_apply() with the key's secret as a
 // parameter (never in the statement's text), over Citus' connection to
 // each worker, as the role that changed the ring (a superuser unless one
@@ -88,8 +93,8 @@ using Send = void (*)(const char*, const char*, int, const Oid*, const char* con
 
 // nullptr where citus.so does not export it: PostgreSQL 16 and later build
 // extensions with hidden symbols (-fvisibility=hidden), and Citus 13 marks
-// only its SQL functions visible. Then the ring reaches no worker, and a
-// change of it is refused while the cluster has one (ring_unsent()).
+// only its SQL functions visible. Then nothing is sent: each worker reads
+// the coordinator's keys itself, per statement (keys.cpp).
 Send citus_send()
 {
     static Send send = nullptr;
@@ -102,36 +107,13 @@ Send citus_send()
     return send;
 }
 
-// Whether the cluster has a worker with metadata (active or not).
-bool workers_with_metadata()
-{
-    SPI_connect();
-    const int rc = SPI_execute("SELECT 1 FROM pg_catalog.pg_dist_node n WHERE n.groupid OPERATOR(pg_catalog.<>) 0 "
-                               "AND n.hasmetadata",
-                               true, 1);
-    const bool any = rc == SPI_OK_SELECT && SPI_processed > 0;
-    SPI_finish();
-    return any;
-}
-
-const char* ring_unsent_detail()
-{
-    return psprintf("Citus builds its internal functions hidden on PostgreSQL %d, and shardid sends the ring with one "
-                    "of them (SendCommandToRemoteMetadataNodesParams()); each worker keeps the key its own CREATE "
-                    "EXTENSION made and refuses to use it.",
-                    PG_VERSION_NUM / 10000);
-}
-
 void send_to_workers(Oid nsp, const KeyChange& change)
 {
+    // Where it cannot be sent, each worker reads the coordinator's ring
+    // itself (keys.cpp, key_ring_pulled()): nothing to send.
     const Send send = citus_send();
-    if (send == nullptr) {
-        if (!workers_with_metadata())
-            return;
-        ereport(ERROR, (errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-                        errmsg("the key ring cannot reach Citus workers on PostgreSQL %d", PG_VERSION_NUM / 10000),
-                        errdetail("%s", ring_unsent_detail()), errhint("%s", key_sync_hint(""))));
-    }
+    if (send == nullptr)
+        return;
     // The time as microseconds from the Unix epoch: read the same whatever
     // the worker connection's DateStyle.
     const char* command =
@@ -198,28 +180,13 @@ void apply_sql(const char* sql, int nargs, Oid* types, Datum* values, const char
 
 }  // namespace
 
-const char* key_sync_hint(const char* usual)
-{
-    if (citus_send() != nullptr)
-        return usual;
-    return psprintf("On PostgreSQL %d the key ring cannot reach Citus workers: use its keys (obfuscate_id, "
-                    "reveal_id, next_call_number) on the coordinator.",
-                    PG_VERSION_NUM / 10000);
-}
-
 void key_ring_created()
 {
-    if (citus_local_group() != 0)
-        return;
-    if (citus_send() == nullptr) {
-        if (workers_with_metadata())
-            ereport(WARNING,
-                    (errmsg("the key ring does not reach Citus workers on PostgreSQL %d", PG_VERSION_NUM / 10000),
-                     errdetail("%s", ring_unsent_detail()), errhint("%s", key_sync_hint(""))));
-        return;
-    }
-    send_ring(shardid_extension().schema);
+    if (citus_local_group() == 0)
+        send_ring(shardid_extension().schema);
 }
+
+bool key_ring_pulled() { return citus_local_group() > 0 && citus_send() == nullptr; }
 
 }  // namespace shardid::pg
 
@@ -384,6 +351,11 @@ extern "C" Datum shardid_sync_keys(PG_FUNCTION_ARGS)
                          !active ? "citus_activate_node()" : "start_metadata_sync_to_node()")));
     }
     SPI_finish();
+    if (citus_send() == nullptr)
+        ereport(NOTICE, (errmsg("Citus workers read the coordinator's key ring themselves on PostgreSQL %d",
+                                PG_VERSION_NUM / 10000),
+                         errdetail("Nothing is sent; each worker reads a key from the coordinator when a statement "
+                                   "first uses it.")));
     send_to_workers(nsp, KeyChange{});
     send_ring(nsp);
     PG_RETURN_INT32(reached);

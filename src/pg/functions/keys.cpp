@@ -8,6 +8,7 @@
 
 extern "C" {
 #include "access/htup_details.h"
+#include "access/xact.h"
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "lib/stringinfo.h"
@@ -15,6 +16,7 @@ extern "C" {
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 }
 
 #include "core/permute.hpp"
@@ -90,15 +92,13 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
     // On a Citus worker, only the coordinator's keys (src/pg/functions/citus_keys.cpp).
     int64 group;
     if (DatumGetBool(row_value(t, row, "made_by_install")) && (group = citus_local_group()) > 0)
-        ereport(
-            ERROR,
-            (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-             errmsg("obfuscation key \"%.*s\" of this Citus worker is not the coordinator's", len, name),
-             errdetail("This node (group %lld) made the key with its own CREATE EXTENSION; IDs "
-                       "obfuscated with it would not reveal on other nodes.",
-                       (long long)group),
-             errhint("%s", key_sync_hint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
-                                         "its keys to every worker."))));
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("obfuscation key \"%.*s\" of this Citus worker is not the coordinator's", len, name),
+                        errdetail("This node (group %lld) made the key with its own CREATE EXTENSION; IDs "
+                                  "obfuscated with it would not reveal on other nodes.",
+                                  (long long)group),
+                        errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
+                                "its keys to every worker.")));
     bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
         ereport(ERROR,
@@ -140,14 +140,12 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
         return;
     const int64 group = citus_local_group();
     if (group == 0 && citus_worker_without_metadata())
-        ereport(ERROR,
-                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                 errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
-                 errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
-                           "this worker's own would not reveal what the rest of the cluster obfuscated."),
-                 errhint("%s", key_sync_hint(
-                                   "On the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) for "
-                                   "this worker and then SELECT shardid_sync_keys()."))));
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
+                        errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
+                                  "this worker's own would not reveal what the rest of the cluster obfuscated."),
+                        errhint("On the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) for "
+                                "this worker and then SELECT shardid_sync_keys().")));
     if (group > 0) {
         const char* command = psprintf(
             "SELECT COALESCE((SELECT pg_catalog.encode(pg_catalog.sha256(k.secret), 'hex') FROM %s k "
@@ -176,17 +174,108 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
                             errdetail("The worker missed a change of the coordinator's key ring (it was disabled, "
                                       "had no metadata or was restored), or the change is not committed yet; IDs "
                                       "obfuscated or revealed with its copy would not match the cluster's."),
-                            errhint("%s", key_sync_hint(
-                                              "On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
-                                              "replaces the keys a worker got from it."))));
+                            errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
+                                    "replaces the keys a worker got from it.")));
     }
     key.confirmed = now;
+}
+
+// A Citus worker whose ring the coordinator cannot send (PostgreSQL 16 and
+// later: src/pg/functions/citus_keys.cpp) reads each key from the
+// coordinator's ring, through Citus' connection as the extension's owner,
+// when a statement first uses it, and keeps it for that statement only: a
+// key changed on the coordinator is used from the worker's next
+// statement. The secret travels in the answer, never in statement text.
+struct PulledKey {
+    char name[max_name_len + 1];
+    uint8_t secret[16];
+    TimestampTz statement;
+};
+PulledKey pulled[max_keys];
+int n_pulled = 0;
+TimestampTz mode_statement = 0;  // the statement pulling was decided for
+bool pulling = false;
+
+bool pulls_keys()
+{
+    const TimestampTz statement = GetCurrentStatementStartTimestamp();
+    if (statement != mode_statement) {
+        pulling = key_ring_pulled();
+        mode_statement = statement;
+    }
+    return pulling;
+}
+
+int hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
+{
+    const TimestampTz statement = GetCurrentStatementStartTimestamp();
+    const int shown = len > max_name_len ? max_name_len : len;
+    for (int i = 0; i < n_pulled; i++)
+        if (pulled[i].statement == statement && int(strlen(pulled[i].name)) == len &&
+            memcmp(pulled[i].name, name, len) == 0) {
+            memcpy(secret, pulled[i].secret, 16);
+            return;
+        }
+    if (len > max_name_len)
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name)));
+    const char* command = psprintf(
+        "SELECT COALESCE((SELECT pg_catalog.encode(k.secret, 'hex') FROM %s k WHERE k.name OPERATOR(pg_catalog.=) "
+        "%s), 'none')",
+        quote_qualified_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)), "shardid_key"),
+        quote_literal_cstr(pnstrdup(name, shown)));
+    const char* answer = nullptr;
+    if (!citus_coordinator_answer(command, &answer))
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("obfuscation key \"%.*s\" could not be read from the Citus coordinator", shown, name),
+                        errdetail("On PostgreSQL %d a Citus worker reads each key from the coordinator's key ring "
+                                  "when a statement first uses it.",
+                                  PG_VERSION_NUM / 10000),
+                        errdetail_log("The coordinator answered: %s", answer),
+                        errhint("Check that the coordinator is up and in the metadata "
+                                "(citus_set_coordinator_host()), and see this worker's server log.")));
+    if (strcmp(answer, "none") == 0)
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name),
+                 errdetail("A Citus worker uses the coordinator's key ring, which has no key of this name."),
+                 errhint("A superuser creates keys with create_obfuscation_key() on the coordinator.")));
+    bool valid = strlen(answer) == 32;
+    for (int i = 0; valid && i < 16; i++) {
+        const int hi = hex_digit(answer[2 * i]), lo = hex_digit(answer[2 * i + 1]);
+        valid = hi >= 0 && lo >= 0;
+        secret[i] = uint8_t(hi << 4 | lo);
+    }
+    explicit_bzero(const_cast<char*>(answer), strlen(answer));
+    if (!valid)
+        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                        errmsg("the Citus coordinator's obfuscation key \"%.*s\" is not 16 bytes", shown, name),
+                        errhint("Check that the coordinator runs the same version of shardid.")));
+    if (n_pulled == max_keys)
+        n_pulled = 0;
+    PulledKey& key = pulled[n_pulled++];
+    memcpy(key.name, name, len);
+    key.name[len] = '\0';
+    memcpy(key.secret, secret, 16);
+    key.statement = statement;
 }
 
 }  // namespace
 
 void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
 {
+    if (pulls_keys()) {
+        pull_key(fcinfo, name, len, secret);
+        return;
+    }
     for (int i = 0; i < n_keys; i++)
         if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
             confirm_key(fcinfo, keys[i]);

@@ -17,9 +17,9 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
 // EXTENSION shardid).
 void key_ring_created();
 
-// A hint that makes a worker's ring the coordinator's: `usual` (run
-// shardid_sync_keys()), or where the ring cannot reach workers (PostgreSQL
-// 16 and later: src/pg/functions/citus_keys.cpp) what to do instead.
-const char* key_sync_hint(const char* usual);
+// On a Citus worker where the ring cannot be sent (PostgreSQL 16 and later:
+// src/pg/functions/citus_keys.cpp), whether this worker reads each key
+// from the coordinator instead of its own ring.
+bool key_ring_pulled();
 
 }  // namespace shardid::pg
