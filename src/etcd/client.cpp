@@ -206,6 +206,15 @@ bool Client::revoke(const std::string& lease, std::string* why)
     });
 }
 
+bool Client::lease_keys(const std::string& lease, std::vector<std::string>* keys, bool* alive, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/lease/timetolive", encode_lease_keys(lease), &answer, why) &&
+               decode_lease_keys(answer, keys, alive, why);
+    });
+}
+
 bool Client::txn(const std::string& body, Txn* out, std::string* why)
 {
     return call(why, [&] {

@@ -48,6 +48,9 @@ public:
     bool grant(int64_t ttl_s, Grant* out, std::string* why);
     bool keepalive(const std::string& lease, int64_t* ttl_s, bool* alive, std::string* why);
     bool revoke(const std::string& lease, std::string* why);
+    // The keys attached to the lease now (*alive false: etcd no longer
+    // knows it).
+    bool lease_keys(const std::string& lease, std::vector<std::string>* keys, bool* alive, std::string* why);
     bool txn(const std::string& body, Txn* out, std::string* why);
     bool range(const std::string& key, const std::string& range_end, std::vector<KeyValue>* out, std::string* why);
 

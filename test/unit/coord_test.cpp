@@ -265,6 +265,31 @@ TEST(Etcd, DecodesWhatTheGatewaySends)
     EXPECT_TRUE(kvs.empty());
 }
 
+TEST(Etcd, DecodesTheKeysOfALease)
+{
+    // As etcd 3.4's gateway answers LeaseTimeToLive with keys.
+    std::vector<std::string> keys;
+    bool alive = false;
+    std::string why;
+    ASSERT_TRUE(
+        etcd::decode_lease_keys(R"({"header":{"revision":"2"},"ID":"7587899185568010757","TTL":"29","grantedTTL":"30",)"
+                                R"("keys":["YS9zaGFyZC8x"]})",
+                                &keys, &alive, &why))
+        << why;
+    EXPECT_TRUE(alive);
+    ASSERT_EQ(keys.size(), 1u);
+    EXPECT_EQ(keys[0], "a/shard/1");
+    ASSERT_TRUE(etcd::decode_lease_keys(R"({"header":{"revision":"2"},"ID":"12345","TTL":"-1"})", &keys, &alive, &why));
+    EXPECT_FALSE(alive);
+    EXPECT_TRUE(keys.empty());
+    EXPECT_EQ(etcd::encode_lease_keys("12"), R"({"ID":"12","keys":true})");
+    for (const char* bad : {R"({"ID":"1","TTL":"5"})", R"({"header":{},"TTL":"5","keys":"x"})",
+                            R"({"header":{},"TTL":"5","keys":["%%%"]})", R"({"header":{},"TTL":"5","keys":[3]})"}) {
+        EXPECT_FALSE(etcd::decode_lease_keys(bad, &keys, &alive, &why)) << bad;
+        EXPECT_FALSE(why.empty());
+    }
+}
+
 TEST(Etcd, RefusesWhatTheApiDoesNotPromise)
 {
     const char* bodies[] = {

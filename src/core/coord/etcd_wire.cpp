@@ -176,6 +176,35 @@ bool decode_range(const std::string& body, std::vector<KeyValue>* out, std::stri
     return true;
 }
 
+bool decode_lease_keys(const std::string& body, std::vector<std::string>* keys, bool* alive, std::string* why)
+{
+    json j;
+    if (!parse_object(body, &j, why))
+        return false;
+    keys->clear();
+    int64_t ttl = 0;
+    if (!j.contains("header") || !get_int(j, "TTL", 0, &ttl)) {
+        *why = "the lease answer is not etcd's: \"" + printable(body) + "\"";
+        return false;
+    }
+    *alive = ttl > 0;
+    if (!j.contains("keys"))
+        return true;
+    if (!j["keys"].is_array()) {
+        *why = "the lease answer's keys are not a list: \"" + printable(body) + "\"";
+        return false;
+    }
+    for (const json& k : j["keys"]) {
+        std::string key;
+        if (!k.is_string() || !base64_decode(k.get<std::string>(), &key)) {
+            *why = "the lease answer holds a key that is not base64: \"" + printable(body) + "\"";
+            return false;
+        }
+        keys->push_back(std::move(key));
+    }
+    return true;
+}
+
 bool decode_token(const std::string& body, std::string* token, std::string* why)
 {
     json j;
@@ -239,6 +268,8 @@ bool decode_ack(const std::string& body, std::string* why)
 std::string encode_grant(int64_t ttl_s) { return text(json{{"TTL", ttl_s}}); }
 
 std::string encode_lease(const std::string& lease) { return text(json{{"ID", lease}}); }
+
+std::string encode_lease_keys(const std::string& lease) { return text(json{{"ID", lease}, {"keys", true}}); }
 
 std::string encode_range(const std::string& key, const std::string& range_end)
 {

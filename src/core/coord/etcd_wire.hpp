@@ -41,6 +41,9 @@ bool decode_keepalive(const std::string& body, int64_t* ttl_s, bool* alive, std:
 bool decode_txn(const std::string& body, Txn* out, std::string* why);
 bool decode_range(const std::string& body, std::vector<KeyValue>* out, std::string* why);
 bool decode_token(const std::string& body, std::string* token, std::string* why);
+// The keys attached to a lease (LeaseTimeToLive with keys): *alive false
+// when etcd no longer knows the lease (TTL -1 or 0), then no keys.
+bool decode_lease_keys(const std::string& body, std::vector<std::string>* keys, bool* alive, std::string* why);
 // Any other answer: a JSON object that is not etcd's error object.
 bool decode_ack(const std::string& body, std::string* why);
 
@@ -64,6 +67,7 @@ std::string encode_txn(const std::vector<Compare>& compare, const std::vector<Op
                        const std::vector<Op>& failure);
 std::string encode_grant(int64_t ttl_s);
 std::string encode_lease(const std::string& lease);                              // keepalive, revoke
+std::string encode_lease_keys(const std::string& lease);                         // time-to-live with keys
 std::string encode_range(const std::string& key, const std::string& range_end);  // range_end "": one key
 std::string encode_authenticate(const std::string& user, const std::string& password);
 

@@ -122,6 +122,7 @@ bool Holder::keep_lease()
             fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
             last_sent_ms_ = sent;
             publish_lease();
+            renewed_ = true;
         }
     }
     if (fence_clock_ms() >= fence_ms_) {
@@ -432,9 +433,12 @@ void Holder::step()
         renew_window();
         if (held_ >= 0 && !counters_raised_)
             counters_raised_ = raise_counters();
+        if (held_ >= 0 && renewed_)
+            confirm_values();
         if (held_ >= 0)
             serve_values();
     }
+    renewed_ = false;
 }
 
 // The worker's loop (src/pg/coord/coord_worker.cpp starts it): a step

@@ -63,6 +63,7 @@ private:
     void claim_shard(int index);
     bool release_shard(int index);
     void lose_values();
+    void confirm_values();
     struct ValueWork {
         int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again
         int64_t not_before_ms = 0;     // fence clock: released by hand, not claimed again before
@@ -116,6 +117,7 @@ private:
     int64_t claimed_at_ms_ = 0;     // fence clock: when etcd answered the claim of the node key
     int64_t publish_after_ms_ = 0;  // fence clock: no ID before (the previous holder's fence, coord::takeover_wait_ms)
     bool taking_over_ = false;      // waiting for it
+    bool renewed_ = false;          // the lease was renewed in this step: confirm the values held under it
     bool claim_raised_ = false;     // this claim raised the slots above a mark not its own
     coord::Episode episodes_[int(Condition::count)];
     int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
