@@ -68,9 +68,15 @@ every_generator() {
     rm -rf "$cwork/gen"
     for ((i = 0; i < ${#GENERATORS[@]}; i += 2)); do
         mkdir -p "$cwork/gen/${GENERATORS[i]}"
+        # Every session starts at one instant (the negative control needs
+        # them to meet: on a busy machine, sessions started one after
+        # another may each finish before the next begins).
+        local start
+        start=$(date +%s.%N | awk '{ printf "%.3f", $1 + 2 }')
         for n in "$@"; do
             for k in 1 2; do
-                q "$n" -c "COPY (SELECT ${GENERATORS[i + 1]} FROM generate_series(1, $GEN_N)) TO STDOUT" \
+                q "$n" -c "COPY (WITH s AS MATERIALIZED (SELECT pg_sleep(greatest(0, $start - extract(epoch FROM clock_timestamp()))))
+                           SELECT ${GENERATORS[i + 1]} FROM s, generate_series(1, $GEN_N)) TO STDOUT" \
                     >"$cwork/gen/${GENERATORS[i]}/$n.$k" 2>&1 &
             done
         done

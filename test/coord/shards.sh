@@ -17,11 +17,12 @@
 #     2 s for 60 s, each issuing as fast as it can: 0 duplicates, 0 IDs
 #     below an ID the other node issued before.
 #   5 node ids from settings: shardid.shards refuses a shard outside it.
-#   6 a claim whose raise did not survive: a node claims a one-minute
-#     layout's shard 5 after a crashed holder whose clock ran 60 s ahead,
-#     restarts cleanly before its first ID, and finds its own mark: it
-#     still issues above the crashed holder's IDs (the nemesis run found
-#     this: 2 IDs a minute below the previous holder's).
+#   6 a claim whose raise did not survive: a node claims snowflake's
+#     shard 5 after a crashed holder whose clock ran 60 s ahead, restarts
+#     cleanly before its first ID, and finds its own mark: it still issues
+#     above the crashed holder's IDs (the nemesis run found this on a
+#     one-minute layout: 2 IDs a minute below the previous holder's); the
+#     one-minute layout's shard 5 is taken at once, above the holder's bound.
 #   7 the same for a node id: a node takes over a node id whose previous
 #     holder's clock ran 60 s ahead, restarts cleanly before its first ID of
 #     a one-minute layout, and finds its own mark: the layout still issues
@@ -33,6 +34,13 @@
 #   9 etcd killed for longer than the fence and started again with its
 #     data: the shard key of a value the node forgot meanwhile is deleted,
 #     and another node takes the value (issue 49: refused for good).
+#  10 a one-minute layout's values taken over after a crash, an explicit
+#     shard and a node id: each issues within 2 s of its claim, with the
+#     default max_clock_lead, above the crashed holder's IDs (issue 49: the
+#     minute after its window, up to a minute of 55000 refusals).
+#  11 marks known by token: a mark dated 2080 naming the node's own id,
+#     found after a clean restart, is refused (issue 49: IDs dated 2080);
+#     a released word 15 s ahead of the clock is not continued in.
 set -u
 . scripts/lib.sh
 . test/coord/lib.sh
@@ -40,7 +48,7 @@ set -u
 coord_setup 56600
 etcd_main 24391 24491
 PREFIX=/sh
-sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6 7 8 9} "
+sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 
 # --- 1: an explicit shard equal to another node's id -------------------------
@@ -268,29 +276,44 @@ if want 5; then
 fi
 
 # --- 6: a claim whose raise did not survive a clean restart -----------------
+# Node x's clock runs 60 s ahead; it issues with shard 5 of snowflake and of
+# a one-minute layout, and is killed. Node y claims snowflake's shard 5 and
+# waits out x's fence (a layout with short ticks: x's node mark bounds its
+# IDs), restarts cleanly before its first ID of it, and must still issue
+# above x's IDs (the nemesis run found this on the minute layout, before
+# its marks recorded a bound: 2 IDs a minute below the previous holder's).
+# The minute layout's shard 5 is taken at once, above x's bound, and stays
+# above after y's clean restart too.
 if want 6; then
     PREFIX=/sh6
     node_up x $((base + 10)) "" "shardid.node_id = 20" "shardid.clock_offset_ms = 60000" || stop_suite "node x did not start"
     node_up y $((base + 11)) "" "shardid.node_id = 21" "shardid.max_clock_lead = 180s" || stop_suite "node y did not start"
     wait_state x held 10 && wait_state y held 10 || stop_suite "the nodes did not claim their ids"
     for n in x y; do q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null; done
-    x_max=$(q x -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    x_max=$(q x -c "SELECT max(next_snowflake_id(5)) FROM generate_series(1, 1000)")
+    xm_max=$(q x -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
     kill9 x
     # y's claim waits out x's fence ("taking over"); its caller gives up
     # first, and y restarts cleanly before any ID of the shard.
-    q_err y "SELECT next_id('minute', 5)" >/dev/null
+    q_err y "SELECT next_snowflake_id(5)" >/dev/null
     for _ in $(seq 1 50); do
-        [ "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")" = "taking over" ] && break
+        [ "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5 AND layout = 'snowflake'")" = "taking over" ] && break
         sleep 0.1
     done
-    check "node y claimed shard 5 and waits out the crashed holder's fence" "taking over" \
-        "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
+    check "node y claimed snowflake's shard 5 and waits out the crashed holder's fence" "taking over" \
+        "$(q y -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5 AND layout = 'snowflake'")"
+    ym_first=$(q y -c "SET shardid.etcd_wait = '10s'" -c "SELECT next_id('minute', 5)")
+    check "the minute layout's shard 5: taken at once, above the crashed holder's bound" "t" \
+        "$([ -n "$ym_first" ] && [ "$ym_first" -gt "$xm_max" ] && echo t || echo "f ($ym_first <= $xm_max)")"
     cluster_stop "${dir_of[y]}" fast
     node_start y || stop_suite "node y did not start again"
     wait_state y held 10 || stop_suite "node y did not claim its id again"
-    y_min=$(q y -c "SET shardid.etcd_wait = '10s'" -c "SELECT min(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    y_min=$(q y -c "SET shardid.etcd_wait = '10s'" -c "SELECT min(next_snowflake_id(5)) FROM generate_series(1, 1000)")
     check "after the restart, its own mark: node y still issues above the crashed holder's IDs" "t" \
         "$([ -n "$y_min" ] && [ "$y_min" -gt "$x_max" ] && echo t || echo "f ($y_min <= $x_max)")"
+    ym_min=$(q y -c "SET shardid.etcd_wait = '10s'" -c "SELECT min(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    check "... and with the minute layout" "t" \
+        "$([ -n "$ym_min" ] && [ "$ym_min" -gt "$xm_max" ] && echo t || echo "f ($ym_min <= $xm_max)")"
     cluster_stop "${dir_of[y]}" fast
 fi
 
@@ -385,7 +408,118 @@ if want 9; then
     for n in m o; do cluster_stop "${dir_of[$n]}" fast; done
 fi
 
-for n in a b c d e f g h s x y u v k l m o; do
+# --- 10: a one-minute layout's values taken over after a crash --------------
+# Node j issues with shard 5 of a one-minute layout and with its own id 60;
+# it is killed between the 5th and the 35th second of a minute (its window
+# then ends more than max_clock_lead, 10 s, before the next minute). Node n
+# asks for shard 5, node w starts with shardid.node_id = 60: each must issue
+# within 2 s of claiming the value, above every ID j issued with it. Every
+# previous holder's mark records a bound on its words (issue 49: the next
+# holder continued after the minute containing j's window, refused with
+# 55000 until then).
+if want 10; then
+    PREFIX=/sh10
+    node_up j $((base + 18)) "" "shardid.node_id = 60" || stop_suite "node j did not start"
+    node_up n $((base + 19)) "" "shardid.node_id = 61" || stop_suite "node n did not start"
+    wait_state j held 10 && wait_state n held 10 || stop_suite "the nodes did not claim their ids"
+    for n in j n; do
+        q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" -c "CREATE TABLE t (id bigint)" >/dev/null
+    done
+    q j -c "INSERT INTO t SELECT next_id('minute', 5) FROM generate_series(1, 3000)" \
+        -c "INSERT INTO t SELECT next_id('minute') FROM generate_series(1, 3000)"
+    while :; do s=$((10#$(date +%S))); [ "$s" -ge 5 ] && [ "$s" -le 35 ] && break; sleep 0.5; done
+    q j -c "INSERT INTO t SELECT next_id('minute', 5) FROM generate_series(1, 3000)" \
+        -c "INSERT INTO t SELECT next_id('minute') FROM generate_series(1, 3000)"
+    q j -c "COPY t TO STDOUT" >"$work/j-t"
+    kill9 j
+    node_up w $((base + 20)) "" "shardid.node_id = 60" || stop_suite "node w did not start"
+    q w -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" -c "CREATE TABLE t (id bigint)" >/dev/null
+    # NODE SQL: tried until it succeeds (30 s at most); prints the ms it
+    # succeeded at, minus the ms the node claimed shard SHARD of the layout.
+    first_ok() {  # NODE SHARD SQL
+        local end=$((SECONDS + 40)) at
+        while [ $SECONDS -lt $end ]; do
+            if q "$1" -c "SET shardid.etcd_wait = '1s'" -c "$3" >/dev/null 2>&1; then
+                at=$(q "$1" -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint - (extract(epoch FROM held_since) * 1000)::bigint FROM shardid_shard_claims() WHERE layout = 'minute' AND shard = $2")
+                echo "$at"
+                return
+            fi
+            sleep 0.05
+        done
+        echo "never"
+    }
+    first_ok n 5 "INSERT INTO t SELECT next_id('minute', 5) FROM generate_series(1, 3000)" >"$work/n-after" &
+    n_try=$!
+    first_ok w 60 "INSERT INTO t SELECT next_id('minute') FROM generate_series(1, 3000)" >"$work/w-after"
+    wait $n_try
+    n_after=$(cat "$work/n-after") w_after=$(cat "$work/w-after")
+    check "shard 5 of a one-minute layout, taken over after a crash: the first IDs within 2 s of the claim ($n_after ms)" \
+        "t" "$([[ "$n_after" =~ ^[0-9]+$ ]] && [ "$n_after" -lt 2000 ] && echo t || echo f)"
+    check "node id 60 taken over after a crash: its one-minute IDs within 2 s of the value's claim ($w_after ms)" \
+        "t" "$([[ "$w_after" =~ ^[0-9]+$ ]] && [ "$w_after" -lt 2000 ] && echo t || echo f)"
+    for n in n w; do
+        q $n -c "CREATE TABLE j_ids (id bigint)"
+        q $n -c "COPY j_ids FROM STDIN" <"$work/j-t"
+        check "node $n: 0 IDs equal to node j's, every one above j's with its shard, none dated beyond 10 s ahead" "0|true|true" \
+            "$(q $n -c "SELECT (SELECT count(*) FROM t JOIN j_ids USING (id)) || '|' ||
+                (WITH m AS (SELECT (id_decode('minute', id)).shard, max(id) AS top FROM j_ids GROUP BY 1)
+                 SELECT bool_and(t.id > m.top) FROM t JOIN m ON m.shard = (id_decode('minute', t.id)).shard) || '|' ||
+                (SELECT max(id_timestamp('minute', id)) <= clock_timestamp() + interval '10 s' FROM t)")"
+    done
+    for n in n w; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 11: marks known by token ----------------------------------------------
+# Node r (id 70) issues with its own id and stops cleanly; a mark dated 2080
+# naming node id 70 is written by hand for its value in snowflake's space;
+# r starts again (issue 49: it took the mark for its own, issued IDs dated
+# 2080 and moved its node mark there). Then a released mark whose word is
+# 15 s ahead of the clock, for shard 6: the word is not continued in
+# beyond shardid.max_clock_lead (issue 49: IDs dated 15 s ahead).
+if want 11; then
+    PREFIX=/sh11
+    space=e1577836800000u1t41s10q12
+    node_up r $((base + 21)) "" "shardid.node_id = 70" || stop_suite "node r did not start"
+    wait_state r held 10 || stop_suite "node r did not claim id 70"
+    q r -c "SELECT next_snowflake_id()" >/dev/null
+    cluster_stop "${dir_of[r]}" fast
+    y2080=3471292800000
+    word=$(( ((y2080 - 1577836800000) << 12) | 7 ))
+    # In the format of the mark r wrote (its fields after the word: zeros).
+    mark_like() {  # FLOOR TOKEN HOLDER STATE WORD
+        local fields
+        fields=$(ectl get --print-value-only "$PREFIX/shardmark/$space/70" | awk '{ s = ""; for (i = 6; i <= NF; i++) s = s " 0"; print s }')
+        echo "$1 $2 $3 $4 $5$fields"
+    }
+    ectl put "$PREFIX/shardmark/$space/70" "$(mark_like $y2080 00000000000000ab 70 held $word)" >/dev/null
+    node_start r || stop_suite "node r did not start again"
+    wait_state r held 10 || stop_suite "node r did not claim id 70 again"
+    err=$(q_err r "SELECT snowflake_timestamp(next_snowflake_id())")
+    contains "after a clean restart, a mark dated 2080 naming the node's own id is refused" "$err" "55000"
+    check "... its claim says why" "refused|true" \
+        "$(q r -c "SELECT state || '|' || (holder LIKE '%no holder could have written%') FROM shardid_shard_claims() WHERE shard = 70")"
+    check "... and the node's own mark in etcd stays near its clock" "t" \
+        "$(q r -c "SELECT $(ectl get --print-value-only "$PREFIX/mark/70" | cut -d' ' -f1) < (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000")"
+    ectl put "$PREFIX/shardmark/$space/70" "$(mark_like 1 00000000000000ab 70 released 0)" >/dev/null
+    got=""
+    for _ in $(seq 30); do got=$(q r -c "SELECT snowflake_timestamp(next_snowflake_id()) < clock_timestamp() + interval '10 s'" 2>/dev/null) && [ -n "$got" ] && break; sleep 0.2; done
+    check "... once the mark is put right (released, dated 1970), the node issues, dated now" "t" "$got"
+    # A released word 15 s ahead (a node whose clock ran ahead released it).
+    now=$(q r -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+    ahead=$((now + 15000))
+    word=$(( ((ahead - 1577836800000) << 12) | 7 ))
+    ectl put "$PREFIX/shardmark/$space/6" "$(mark_like $ahead 00000000000000cd 71 released $word)" >/dev/null
+    err=$(q_err r "SELECT snowflake_timestamp(next_snowflake_id(6)) - clock_timestamp()")
+    contains "a released word 15 s ahead of the clock is not continued in beyond max_clock_lead (10 s)" "$err" "55000"
+    check "... its claim says how far ahead" "ahead of the clock" \
+        "$(q r -c "SELECT state FROM shardid_shard_claims() WHERE shard = 6")"
+    got=""
+    for _ in $(seq 40); do got=$(q r -c "SELECT next_snowflake_id(6) > $word" 2>/dev/null) && [ -n "$got" ] && break; sleep 0.25; done
+    check "... once the clock is within the lead, it continues above the word" "t" "$got"
+    cluster_stop "${dir_of[r]}" fast
+fi
+
+for n in a b c d e f g h s x y u v k l m o j n w r; do
     [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
     grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
         fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"

@@ -34,7 +34,8 @@ TEST(ShardClaim, MarksReadBackWhatTheyWrite)
 {
     for (const coord::ShardMark m :
          {coord::ShardMark{0, 0, 0, false, 0}, coord::ShardMark{1795000000000, 1, 1023, true, 77},
-          coord::ShardMark{INT64_MAX, UINT64_MAX >> 1, 7, false, 0}, coord::ShardMark{5, 1, 7, true, INT64_MAX}}) {
+          coord::ShardMark{INT64_MAX, UINT64_MAX >> 1, 7, false, 0}, coord::ShardMark{5, 1, 7, true, INT64_MAX},
+          coord::ShardMark{5, 1, 7, false, 3, INT64_MAX}}) {
         coord::ShardMark back;
         ASSERT_TRUE(coord::parse_shard_mark(coord::shard_mark_value(m), 1023, &back)) << coord::shard_mark_value(m);
         EXPECT_EQ(back.floor_ms, m.floor_ms);
@@ -42,22 +43,67 @@ TEST(ShardClaim, MarksReadBackWhatTheyWrite)
         EXPECT_EQ(back.holder, m.holder);
         EXPECT_EQ(back.released, m.released);
         EXPECT_EQ(back.word, m.word);
+        EXPECT_EQ(back.bound, m.bound);
     }
-    EXPECT_EQ(coord::shard_mark_value({5, 0xab, 3, true, 42}), "5 00000000000000ab 3 released 42");
-    EXPECT_EQ(coord::shard_mark_value({5, 0xab, 3, false, 42}), "5 00000000000000ab 3 held 42");
+    EXPECT_EQ(coord::shard_mark_value({5, 0xab, 3, true, 42}), "5 00000000000000ab 3 released 42 0");
+    EXPECT_EQ(coord::shard_mark_value({5, 0xab, 3, false, 42, 50}), "5 00000000000000ab 3 held 42 50");
 }
 
 TEST(ShardClaim, MarksShardidNeverWritesAreRefused)
 {
     coord::ShardMark m;
     for (const char* bad :
-         {"", "5", "5 00000000000000ab 3 held", "5 00000000000000ab 3 held 0 extra", "-1 00000000000000ab 3 held 0",
-          "9223372036854775808 00000000000000ab 3 held 0", "5 00000000000000AB 3 held 0", "5 ab 3 held 0",
-          "5 00000000000000ab -1 held 0", "5 00000000000000ab 1024 held 0", "5 00000000000000ab 3 holding 0",
-          "5  00000000000000ab 3 held 0", "0x5 00000000000000ab 3 held 0",
-          "5 00000000000000ab 99999999999999999999 held 0", "5 00000000000000ab 3 released -1",
-          "5 00000000000000ab 3 released 9223372036854775808"})
+         {"", "5", "5 00000000000000ab 3 held", "5 00000000000000ab 3 held 0", "5 00000000000000ab 3 held 0 0 extra",
+          "-1 00000000000000ab 3 held 0 0", "9223372036854775808 00000000000000ab 3 held 0 0",
+          "5 00000000000000AB 3 held 0 0", "5 ab 3 held 0 0", "5 00000000000000ab -1 held 0 0",
+          "5 00000000000000ab 1024 held 0 0", "5 00000000000000ab 3 holding 0 0", "5  00000000000000ab 3 held 0 0",
+          "0x5 00000000000000ab 3 held 0 0", "5 00000000000000ab 99999999999999999999 held 0 0",
+          "5 00000000000000ab 3 released -1 0", "5 00000000000000ab 3 released 9223372036854775808 0",
+          "5 00000000000000ab 3 held 0 -1", "5 00000000000000ab 3 held 0 9223372036854775808",
+          // A released mark carries no bound: its word is where the next holder continues.
+          "5 00000000000000ab 3 released 0 7"})
         EXPECT_FALSE(coord::parse_shard_mark(bad, 1023, &m)) << bad;
+}
+
+// A one-minute layout (12 sequence bits): the bound moves an eighth of a
+// tick (512 sequences) ahead, never past its tick, except within half the
+// lead of the tick's end, where it reaches into the next tick.
+TEST(ShardClaim, BoundsCoverTheNextWordsOfACoarseLayout)
+{
+    const Layout minute = Layout::named("m").epoch(0).unit(60000).time(30).shard(10).sequence(12);
+    EXPECT_TRUE(coord::keeps_bound(minute));
+    EXPECT_FALSE(coord::keeps_bound(Layout::named("s").epoch(0).unit(1000).time(41).shard(10).sequence(12)));
+    EXPECT_FALSE(coord::keeps_bound(minute.wrapping()));
+    const int64_t lead = 10000, t0 = 60000 * 100;  // the start of tick 100
+    // Nothing issued yet: from the clock's tick.
+    EXPECT_EQ(coord::bound_target(minute, 0, t0 + 1000, lead), minute.pack(100, 512));
+    // Above the slot's word.
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 1000), t0 + 1000, lead), minute.pack(100, 1512));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 4000), t0 + 1000, lead), minute.pack(100, 4095));
+    // A word ahead of the clock (a previous holder's): its own tick.
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(101, 7), t0 + 1000, lead), minute.pack(101, 519));
+    // The last 5 s of the tick: into the next one.
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 9), t0 + 55000, lead), minute.pack(101, 511));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 9), t0 + 54999, lead), minute.pack(100, 521));
+    // Past the time field: none.
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(minute.time_max() + 1, 0), t0, lead), 0u);
+
+    // Due once less than half a step (256) is left, or below what is needed.
+    EXPECT_FALSE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(100, 344), t0 + 1000, lead));
+    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(100, 345), t0 + 1000, lead));
+    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(101, 0), t0 + 1000, lead));
+    // Near the tick's end, until the bound is in the next tick.
+    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 4095), minute.pack(100, 0), t0 + 55000, lead));
+    EXPECT_FALSE(coord::bound_due(minute, minute.pack(101, 511), minute.pack(100, 0), t0 + 55000, lead));
+    // A bound at the end of its tick moves on only with the clock.
+    EXPECT_FALSE(coord::bound_due(minute, minute.pack(100, 4095), minute.pack(100, 4000), t0 + 1000, lead));
+    // A bound renewed as due covers what was needed, and is not due again.
+    for (int64_t now : {t0, t0 + 30000, t0 + 56000, t0 + 59999})
+        for (uint64_t need : {minute.pack(100, 0), minute.pack(100, 3000), minute.pack(100, 4095)}) {
+            const uint64_t b = coord::bound_target(minute, need, now, lead);
+            EXPECT_GE(b, need);
+            EXPECT_FALSE(coord::bound_due(minute, b, need, now, lead)) << now << " " << need;
+        }
 }
 
 TEST(ShardClaim, ANewHolderStartsAboveEveryPreviousId)

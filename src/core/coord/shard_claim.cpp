@@ -33,9 +33,9 @@ std::string shard_mark_key(const std::string& prefix, const std::string& space, 
 
 std::string shard_mark_value(const ShardMark& m)
 {
-    char buf[96];
-    snprintf(buf, sizeof buf, "%lld %016llx %d %s %llu", (long long)m.floor_ms, (unsigned long long)m.token, m.holder,
-             m.released ? "released" : "held", (unsigned long long)m.word);
+    char buf[128];
+    snprintf(buf, sizeof buf, "%lld %016llx %d %s %llu %llu", (long long)m.floor_ms, (unsigned long long)m.token,
+             m.holder, m.released ? "released" : "held", (unsigned long long)m.word, (unsigned long long)m.bound);
     return buf;
 }
 
@@ -85,10 +85,10 @@ bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out)
 {
     *out = ShardMark{};
     const std::vector<std::string> f = split(text, ' ');
-    int64_t floor = 0, holder = 0, word = 0;
-    if (f.size() != 5 || !parse_int(f[0], &floor) || floor < 0 || f[1].size() != 16 || !parse_int(f[2], &holder) ||
+    int64_t floor = 0, holder = 0, word = 0, bound = 0;
+    if (f.size() != 6 || !parse_int(f[0], &floor) || floor < 0 || f[1].size() != 16 || !parse_int(f[2], &holder) ||
         holder < 0 || holder > max_holder || (f[3] != "held" && f[3] != "released") || !parse_int(f[4], &word) ||
-        word < 0)
+        word < 0 || !parse_int(f[5], &bound) || bound < 0 || (bound != 0 && f[3] != "held"))
         return false;
     uint64_t token = 0;
     for (char c : f[1]) {
@@ -102,7 +102,47 @@ bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out)
     out->holder = int(holder);
     out->released = f[3] == "released";
     out->word = uint64_t(word);
+    out->bound = uint64_t(bound);
     return true;
+}
+
+bool keeps_bound(const Shape& shape) { return shape.unit_ms > 1000 && !shape.wraps && shape.sequence_bits < 63; }
+
+namespace {
+
+uint64_t bound_step(const Shape& shape) { return std::max<uint64_t>(1, (shape.sequence_max() + 1) / 8); }
+
+}  // namespace
+
+uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t lead_ms)
+{
+    const int64_t wall = shape.tick_of(now_ms);
+    if (wall >= 0 && uint64_t(wall) <= shape.time_max())
+        need = std::max(need, shape.pack(uint64_t(wall), shape.sequence_first));
+    uint64_t tick = shape.packed_tick(need);
+    if (tick > shape.time_max())
+        return 0;
+    const uint64_t step = bound_step(shape), seq = shape.packed_sequence(need);
+    // The rest of the tick, when the clock is within half the lead of its
+    // end (IDs of the next tick lead the clock by less than the lead).
+    const int64_t end_ms = shape.ms_of_tick(int64_t(tick) + 1);
+    if (wall >= 0 && uint64_t(wall) == tick && end_ms - now_ms <= std::max<int64_t>(lead_ms, 0) / 2 &&
+        tick < shape.time_max())
+        return shape.pack(tick + 1, std::min(shape.sequence_max(), uint64_t(shape.sequence_first) + step - 1));
+    return shape.pack(tick, std::min(shape.sequence_max(), seq + step));
+}
+
+bool bound_due(const Shape& shape, uint64_t bound, uint64_t need, int64_t now_ms, int64_t lead_ms)
+{
+    if (bound < need)
+        return true;
+    // Less than half a step left, unless the bound ends its tick already.
+    if (bound - need < bound_step(shape) / 2 && shape.packed_sequence(bound) != shape.sequence_max())
+        return true;
+    const int64_t wall = shape.tick_of(now_ms);
+    if (wall < 0 || uint64_t(wall) >= shape.time_max() || shape.packed_tick(bound) > uint64_t(wall))
+        return false;
+    return shape.ms_of_tick(wall + 1) - now_ms <= std::max<int64_t>(lead_ms, 0) / 2;
 }
 
 bool shard_floor(const ShardMark& mark, int64_t node_mark_ms, int64_t* floor_ms)

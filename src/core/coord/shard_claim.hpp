@@ -9,7 +9,7 @@
 // Keys: a value V of claim space S is held through <prefix>/shard/S/V, put
 // under the holder's lease (it goes when the lease does), and marked in
 // <prefix>/shardmark/S/V, which outlives holders:
-//   "<floor_ms> <16 hex token> <holder node id> held|released <word>"
+//   "<floor_ms> <16 hex token> <holder node id> held|released <word> <bound>"
 // written with the claim (the floor: every ID of the value so far lies in
 // or below its tick; the holder's node id; its claim's token; the word:
 // what the holder's slot was raised above, the layout's pack(tick,
@@ -22,6 +22,13 @@
 // every ID a node issues lies below its node mark. A holder that finds its
 // own mark raises above the word in it again (the raise may not have
 // survived: an answer lost, a restart before the first ID).
+//
+// The bound (coarse layouts, ticks longer than a second; 0 otherwise): no
+// word the holder issues with the value lies above it. The holder moves it
+// ahead in etcd (under its claim) before its IDs reach it, an eighth of a
+// tick's sequences at a time; a new holder after one that did not release
+// continues above the bound, in the same tick, at once (a one-minute
+// layout does not wait for the minute after the previous holder's window).
 #pragma once
 
 #include <cstdint>
@@ -47,12 +54,28 @@ struct ShardMark {
     uint64_t token = 0;    // the claim's token (coord::Mark): whose mark it is
     int holder = -1;       // the node id of the holder that wrote it
     bool released = false;
-    uint64_t word = 0;  // held: the word its slot was raised above; released: its slot's word; 0: none
+    uint64_t word = 0;   // held: the word its slot was raised above; released: its slot's word; 0: none
+    uint64_t bound = 0;  // held, coarse layouts: no word issued with the value lies above it; 0: none
 };
 std::string shard_mark_value(const ShardMark& mark);
 // False for anything shard_mark_value() never writes, and a holder outside
 // 0..max_holder.
 bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out);
+
+// Whether the holder of a value of `shape` keeps a bound in its mark:
+// layouts whose ticks are longer than a second and whose time field does
+// not wrap.
+bool keeps_bound(const Shape& shape);
+// The bound to record so that the next word, at least `need` (the slot's
+// last word, or what a generator waits for), is covered at the wall clock
+// now_ms: an eighth of a tick's sequences above it, never past the end of
+// its tick; within lead_ms / 2 of the tick's end, into the next tick (its
+// IDs then begin at once). 0 when the tick of `need` is beyond the time field.
+uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t lead_ms);
+// Whether a recorded bound must move now: it is below `need`, or less than
+// half its step (a sixteenth of a tick's sequences) above it, or the tick
+// nears its end and the bound is not yet in the next tick.
+bool bound_due(const Shape& shape, uint64_t bound, uint64_t need, int64_t now_ms, int64_t lead_ms);
 
 // The floor a new holder starts above: a released mark's own tick; a held
 // one's floor or, above it, the node mark of its holder (node_mark_ms; -1:

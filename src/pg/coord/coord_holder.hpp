@@ -64,6 +64,8 @@ private:
     bool release_shard(int index);
     void lose_values();
     void confirm_values();
+    void move_bound(int index);
+    void stop_value(int index, const std::string& note);
     struct ValueWork {
         int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again
         int64_t not_before_ms = 0;     // fence clock: released by hand, not claimed again before
@@ -122,5 +124,16 @@ private:
     coord::Episode episodes_[int(Condition::count)];
     int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
 };
+
+// Shared by the claims (src/pg/coord/coord_values.cpp) and their
+// confirmation (src/pg/coord/coord_confirm.cpp).
+struct ShardClaim;
+struct Slot;
+void set_note(ShardClaim& e, const std::string& note);
+// The start (Unix ms) of the last tick the slot issued in, or was raised
+// to (0: none).
+int64_t slot_last_ms(const Slot& slot);
+// "shard 5 of layout minute"
+std::string describe(const Slot& slot, int64_t value);
 
 }  // namespace shardid::pg

@@ -27,14 +27,6 @@ constexpr int64_t retry_every_ms = 100;
 // so that a node waiting for it can take it.
 constexpr int64_t handover_pause_ms = 1000;
 
-void set_note(ShardClaim& e, const std::string& note)
-{
-    ShardClaims& t = *shard_claims();
-    SpinLockAcquire(&t.mutex);
-    strlcpy(e.note, note.c_str(), sizeof e.note);
-    SpinLockRelease(&t.mutex);
-}
-
 // Back to free: nobody waits for it and this node does not hold it.
 void free_entry(ShardClaim& e)
 {
@@ -47,6 +39,16 @@ void free_entry(ShardClaim& e)
         e.state.store(int(ClaimState::free), std::memory_order_seq_cst);
         t.in_use.fetch_sub(1);
     }
+    SpinLockRelease(&t.mutex);
+}
+
+}  // namespace
+
+void set_note(ShardClaim& e, const std::string& note)
+{
+    ShardClaims& t = *shard_claims();
+    SpinLockAcquire(&t.mutex);
+    strlcpy(e.note, note.c_str(), sizeof e.note);
     SpinLockRelease(&t.mutex);
 }
 
@@ -65,8 +67,6 @@ std::string describe(const Slot& slot, int64_t value)
 {
     return "shard " + std::to_string(value) + " of layout " + slot.name;
 }
-
-}  // namespace
 
 void Holder::serve_values()
 {
@@ -96,6 +96,7 @@ void Holder::serve_values()
             break;
         case ClaimState::busy:
         case ClaimState::refused:
+        case ClaimState::ahead:
             if (forgotten)
                 free_entry(e);
             else if (in_budget && now >= w.next_try_ms) {
@@ -110,10 +111,17 @@ void Holder::serve_values()
                 ConditionVariableBroadcast(&coord_shared().changed);
             }
             break;
-        case ClaimState::held:
-            if (!e.own_id.load() && in_budget && wall_clock().now_ms() - e.used_ms.load() > idle_ms)
+        case ClaimState::held: {
+            // Idle: no ID for shard_idle_release, and no backend that could
+            // still be waiting for its next tick with it (hold_claim()).
+            const Slot& slot = shared->slots[claim_slot(e.key.load())];
+            if (!e.own_id.load() && in_budget &&
+                wall_clock().now_ms() - e.used_ms.load() > idle_ms + std::max<int64_t>(slot.shape.unit_ms, 0))
                 release_shard(i);
+            else if (e.bound.load() != UINT64_MAX && (in_budget || e.bound_need.load() > e.bound.load()))
+                move_bound(i);
             break;
+        }
         case ClaimState::releasing:
             if (in_budget && release_shard(i))
                 w.not_before_ms = now + handover_pause_ms;
@@ -201,20 +209,38 @@ void Holder::claim_shard(int i)
                "\", whose word lies beyond its floor: not a mark shardid writes");
         return;
     }
-    // This node's own mark: this lease's own key (an answer lost, or the
-    // node id changed under the lease); a token of this life's claims; or
-    // written under the node id this node holds, when nobody else held that
-    // id since this node's own last claim or clean stop.
-    bool own = has_holder || (has_mark && (confirmed(m.token) || (m.holder == claimed_ && own_mark_)));
+    // A bound only where the layout keeps one, within the floor like the word.
+    if (has_mark && m.bound != 0 &&
+        (!coord::keeps_bound(slot.shape) || layout.tick_of(m.floor_ms) < 0 ||
+         layout.packed_tick(m.bound) > uint64_t(layout.tick_of(m.floor_ms)))) {
+        refuse("the key \"" + mkey + "\" holds \"" + printable(mark.value, 60) +
+               "\", whose bound lies beyond its floor or in a layout that keeps none: not a mark shardid writes");
+        return;
+    }
+    // Every mark, this node's own or not, lies within what a holder could
+    // have written.
+    std::string implausible;
+    if (has_mark &&
+        !coord::mark_plausible(m.floor_ms, wall_clock().now_ms(), max_clock_lead_ms, lease_ttl_ms_, &implausible)) {
+        refuse("the key \"" + mkey + "\" holds a mark no holder could have written: " + implausible);
+        return;
+    }
+    // This node's own mark only by its token: one of this life's claims,
+    // which etcd confirmed (an answer lost, or the node id changed under
+    // the lease). A mark that merely names the node id this node holds may
+    // be a previous life's, another holder's of the id, or written by hand.
+    const bool own = has_mark && confirmed(m.token);
     if (own) {
-        target = has_mark ? m.word : 0;
-        floor = has_mark ? m.floor_ms : 0;
+        target = m.word;
+        floor = m.floor_ms;
+    } else if (has_mark && !m.released && m.bound != 0) {
+        // Its holder issued no word above the bound, and can record no
+        // other now (it writes bounds only under its claim, which is gone,
+        // and the claim below fails if the mark moved since it was read):
+        // continue above it at once, in its tick.
+        floor = m.floor_ms;
+        target = std::max(m.word, m.bound);
     } else if (has_mark) {
-        std::string implausible;
-        if (!coord::mark_plausible(m.floor_ms, wall_clock().now_ms(), max_clock_lead_ms, lease_ttl_ms_, &implausible)) {
-            refuse("the key \"" + mkey + "\" holds a mark no holder could have written: " + implausible);
-            return;
-        }
         int64_t node_mark = -1;
         if (!m.released && m.holder == claimed_) {
             // Under the id this node holds: its claim raised every slot
@@ -261,9 +287,32 @@ void Holder::claim_shard(int i)
         else if (floor > 0 && tick >= 0)
             target = layout.pack(uint64_t(tick), layout.sequence_max());
     }
+    // No raise beyond shardid.max_clock_lead: the slot would go on in the
+    // target's tick however far ahead of the clock (retried: the clock may
+    // catch up with a holder whose clock ran ahead).
+    const int64_t now = wall_clock().now_ms();
+    if (target != 0 && layout.ms_of_tick(int64_t(layout.packed_tick(target))) - now > max_clock_lead_ms) {
+        const std::string note = "the previous holder's IDs lie " +
+                                 std::to_string((layout.ms_of_tick(int64_t(layout.packed_tick(target))) - now) / 1000) +
+                                 " s ahead of this node's clock; shardid.max_clock_lead is " +
+                                 std::to_string(max_clock_lead_ms / 1000) + " s";
+        if (e.state.load() != int(ClaimState::ahead))
+            ereport(LOG, (errmsg("shardid coordinator: %s is not used yet: %s", what.c_str(), note.c_str())));
+        set_note(e, note);
+        e.state.store(int(ClaimState::ahead), std::memory_order_release);
+        return;
+    }
     // The mark this claim writes covers every ID this node issued with the
-    // value so far too (its slot), whatever node id it held then.
-    const coord::ShardMark mine{std::max(floor, slot_last_ms(slot)), claim_token_, claimed_, false, target};
+    // value so far too (its slot), whatever node id it held then; a coarse
+    // layout's, a bound above the next words (its floor reaches the bound's
+    // tick).
+    const uint64_t bound =
+        coord::keeps_bound(slot.shape)
+            ? coord::bound_target(slot.shape, std::max(target, slot.state.last.load()), now, max_clock_lead_ms)
+            : 0;
+    const int64_t bound_ms = bound != 0 ? layout.ms_of_tick(int64_t(layout.packed_tick(bound))) : 0;
+    const coord::ShardMark mine{
+        std::max({floor, slot_last_ms(slot), bound_ms}), claim_token_, claimed_, false, target, bound};
     etcd::Txn c;
     const std::vector<etcd::Compare> compare =
         has_holder
@@ -283,7 +332,10 @@ void Holder::claim_shard(int i)
         return;  // taken meanwhile, or its mark moved: read again next round
     if (target != 0)
         raise_last(const_cast<SlotState&>(slot.state), target);
-    e.floor_ms.store(floor);
+    e.raised.store(target);
+    e.bound_need.store(0);
+    e.bound.store(coord::keeps_bound(slot.shape) ? bound : UINT64_MAX, std::memory_order_seq_cst);
+    e.floor_ms.store(mine.floor_ms);
     e.since_ms.store(wall_clock().now_ms());
     e.used_ms.store(wall_clock().now_ms());
     set_note(e, "");
@@ -330,79 +382,6 @@ bool Holder::release_shard(int i)
     free_entry(e);
     ConditionVariableBroadcast(&coord_shared().changed);
     return true;
-}
-
-// With every renewal of the lease, one request (LeaseTimeToLive with its
-// keys) for both directions:
-// - the shard keys this node holds must still be attached to its lease. A
-//   key deleted or rewritten by hand is no longer this node's claim: its
-//   value stops at once (no ID with it from here on; its generators wait,
-//   and the coordinator claims it again if nobody else has). Another node
-//   that claims the value meanwhile waits for this node's window as
-//   recorded when it read the claim, at least a lease TTL past that read;
-//   this node renews, and so notices, every fifth of one
-//   (coord::keepalive_every_ms()).
-// - a shard key attached to the lease whose value this node no longer
-//   wants (given up at a fence, forgotten after an etcd outage that the
-//   lease outlived) is deleted: no other node waits for a value nobody
-//   uses. Its mark stays unreleased, so the next holder still waits for
-//   this node's window.
-void Holder::confirm_values()
-{
-    ShardClaims* t = shard_claims();
-    if (t == nullptr)
-        return;
-    std::vector<std::string> keys;
-    bool alive = false;
-    std::string why;
-    if (!client_.lease_keys(lease_, &keys, &alive, &why)) {
-        failed("could not read the keys of lease " + lease_, why);
-        return;
-    }
-    answered();
-    if (!alive)
-        return;  // the next renewal finds the lease gone and stops everything
-    std::sort(keys.begin(), keys.end());
-    std::vector<std::string> wanted;  // the shard keys this node holds or claims
-    for (int i = 0; i < t->size; i++) {
-        ShardClaim& e = t->entries[i];
-        const uint64_t key = e.key.load(std::memory_order_acquire);
-        const auto state = ClaimState(e.state.load(std::memory_order_acquire));
-        if (key == 0 || state == ClaimState::free || state == ClaimState::busy || state == ClaimState::refused)
-            continue;
-        const Slot& slot = shared->slots[claim_slot(key)];
-        const std::string ckey = coord::shard_key(prefix_, coord::space_name(slot.shape), claim_value(key));
-        wanted.push_back(ckey);
-        if (state == ClaimState::wanted || state == ClaimState::releasing ||
-            std::binary_search(keys.begin(), keys.end(), ckey))
-            continue;
-        e.state.store(int(ClaimState::wanted), std::memory_order_seq_cst);
-        e.generation.fetch_add(1, std::memory_order_seq_cst);
-        const std::string note = "the key \"" + ckey + "\" is no longer held by lease " + lease_ +
-                                 " (deleted or rewritten by hand): IDs with " + describe(slot, claim_value(key)) +
-                                 " stopped";
-        set_note(e, note);
-        error(Condition::corrupt_key, note);
-        ereport(WARNING, (errmsg("shardid coordinator: %s", note.c_str())));
-    }
-    std::sort(wanted.begin(), wanted.end());
-    const std::string shards = prefix_ + "/shard/";
-    for (const std::string& k : keys) {
-        if (k.compare(0, shards.size(), shards) != 0 || std::binary_search(wanted.begin(), wanted.end(), k))
-            continue;
-        etcd::Txn d;
-        if (!client_.txn(
-                etcd::encode_txn({{etcd::Compare::Target::lease, k, 0, lease_}}, {{false, k, "", "", true}}, {}), &d,
-                &why)) {
-            failed("could not delete \"" + k + "\", a claim this node no longer uses", why);
-            return;
-        }
-        answered();
-        if (d.succeeded)
-            ereport(LOG, (errmsg("shardid coordinator: deleted \"%s\": a claim of lease %s whose value this node no "
-                                 "longer uses",
-                                 k.c_str(), lease_.c_str())));
-    }
 }
 
 void Holder::lose_values()

@@ -84,6 +84,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
             // Never hand out an ID the persisted node state does not cover,
             // nor one the source no longer vouches for.
             cover_issued(slot_cache, layout, word, tick_ms);
+            ticket.word = word;
             if (source.confirm(ticket, tick_ms, &status)) {
                 if (waiting_since != 0)
                     source.waited();

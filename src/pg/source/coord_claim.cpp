@@ -153,7 +153,7 @@ public:
         // it as the claim's generation).
         if (ticket.claim >= 0) {
             const int64_t used = ticket.unit_ms <= 1000 ? tick_ms : wall_clock().now_ms();
-            if (!confirm_claim(ticket.claim, ticket.claim_generation, used, status))
+            if (!confirm_claim(ticket.claim, ticket.claim_generation, used, ticket.word, status))
                 return false;
         }
         return true;

@@ -31,6 +31,7 @@ struct SourceTicket {
     int claim = -1;
     uint64_t claim_generation = 0;
     int64_t unit_ms = 1;
+    uint64_t word = 0;  // the ID's packed (tick, sequence), set once it is made
     // Citus: the fingerprint of the shardid.shards an explicit shard was
     // held under (0: none), which the coordinator must have recorded.
     uint64_t declaration = 0;

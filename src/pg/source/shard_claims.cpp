@@ -104,8 +104,8 @@ Status full_table()
 
 const char* claim_state_name(ClaimState s)
 {
-    static const char* const names[] = {"free",    "claiming",    "held",     "held elsewhere",
-                                        "refused", "taking over", "releasing"};
+    static const char* const names[] = {"free",    "claiming",    "held",      "held elsewhere",
+                                        "refused", "taking over", "releasing", "ahead of the clock"};
     return names[int(s)];
 }
 
@@ -190,6 +190,14 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     if (state == ClaimState::held && e.key.load(std::memory_order_acquire) == key) {
         *index = at;
         *generation = gen;
+        // A coarse layout's ID may wait for its next tick (up to a tick)
+        // from here: the value counts as used from now, so that it is not
+        // given back for idleness while a backend waits with it.
+        if (layout.unit_ms > 1000) {
+            const int64_t now = wall_clock().now_ms();
+            if (now - e.used_ms.load(std::memory_order_relaxed) >= 100)
+                e.used_ms.store(now, std::memory_order_relaxed);
+        }
         return true;
     }
     // Not held: ask the coordinator for it.
@@ -228,6 +236,12 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
                                    note[0] ? note : "Another node", v)
                       .with_hint("Write this shard's rows on that node, or release it there with "
                                  "shardid_release_shard(); docs/sharding.md describes moving a shard.");
+    } else if (state == ClaimState::ahead) {
+        *status = Status::fail(Error::clock_lead_exceeded,
+                               "shard %llu of layout %s continues above IDs ahead of this node's clock", v, layout.name)
+                      .with_detail("%s", note[0] ? note : "Its previous holder's IDs lie too far ahead.")
+                      .with_hint("Wait until this node's clock is within shardid.max_clock_lead of those IDs' "
+                                 "time, or raise shardid.max_clock_lead.");
     } else if (state == ClaimState::refused) {
         last_refusal = int(ClaimRefusal::edited_by_hand);
         *status = Status::fail(Error::not_claimed, "shard %llu of layout %s cannot be claimed", v, layout.name)
@@ -248,7 +262,7 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     return false;
 }
 
-bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* status)
+bool confirm_claim(int index, uint64_t generation, int64_t used_ms, uint64_t word, Status* status)
 {
     ShardClaim& e = table->entries[index];
     if (e.generation.load(std::memory_order_seq_cst) != generation ||
@@ -261,6 +275,18 @@ bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* stat
     }
     if (used_ms - e.used_ms.load(std::memory_order_relaxed) >= 100)
         e.used_ms.store(used_ms, std::memory_order_relaxed);
+    if (word > e.bound.load(std::memory_order_seq_cst)) {
+        // Beyond what the value's mark in etcd covers: the worker moves it.
+        raise_to(e.bound_need, word);
+        if (Latch* latch = coord_shared().worker_latch.load(std::memory_order_acquire))
+            SetLatch(latch);
+        *status = Status::fail(Error::not_claimed, "the mark of a shard in etcd ends before the ID")
+                      .with_detail("IDs with a shard of a layout with long ticks are issued only below the mark "
+                                   "recorded in etcd, which could not be moved in time.")
+                      .with_hint("See SELECT * FROM shardid_shard_claims(); and SELECT * FROM "
+                                 "shardid_coordination(); for the last error.");
+        return false;
+    }
     return true;
 }
 

@@ -36,6 +36,7 @@ enum class ClaimState : int {
     refused,      // its keys in etcd hold what shardid never writes (note: which)
     taking_over,  // claimed; its previous holder did not release it: waiting out that holder's fence
     releasing,    // being given back (idle, asked, or the claim of the node id lost)
+    ahead,        // its previous holder's IDs lie beyond shardid.max_clock_lead of this node's clock (note: how far)
 };
 const char* claim_state_name(ClaimState s);
 
@@ -48,7 +49,14 @@ struct ShardClaim {
     std::atomic<int64_t> floor_ms;   // the floor it was claimed above (wall ms)
     std::atomic<int64_t> since_ms;   // wall ms: held since
     std::atomic<bool> own_id;        // the value is this node's id: kept while the node id is
-    char note[128];                  // under the mutex: the holder (busy) or the key that is wrong (refused)
+    // Coarse layouts (coord::keeps_bound()): no ID with the value above this
+    // word, the bound its mark in etcd records (UINT64_MAX: none kept);
+    // stored by the worker once etcd has it. A generator that needs more
+    // raises `bound_need` and waits for the worker.
+    std::atomic<uint64_t> bound;
+    std::atomic<uint64_t> bound_need;
+    std::atomic<uint64_t> raised;  // the word the slot was raised above at the claim (its mark's word)
+    char note[128];                // under the mutex: the holder (busy) or the key that is wrong (refused)
 };
 
 struct ShardClaims {
@@ -81,9 +89,11 @@ inline int64_t claim_value(uint64_t key) { return int64_t(key & 0xffffffffu); }
 bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, int* index, uint64_t* generation,
                 Status* status);
 // After an ID is made and before it is returned: the value is still held
-// under the same generation.
+// under the same generation, and the ID's packed word is within the bound
+// its mark in etcd records (otherwise Error::not_claimed: the worker was
+// asked to move it).
 // `used_ms` (wall ms, to the second) is when it was last used.
-bool confirm_claim(int index, uint64_t generation, int64_t used_ms, Status* status);
+bool confirm_claim(int index, uint64_t generation, int64_t used_ms, uint64_t word, Status* status);
 // The entry of `key`, or -1 (the caller checks its key again before use).
 int find_claim(uint64_t key);
 // A generation's refusal of a shard value: noted when a value is refused

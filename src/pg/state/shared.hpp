@@ -151,10 +151,18 @@ enum class NoSlot { none, node_full, database_full };
 // of it, is full.
 Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot* why = nullptr);
 
+// Whether a claim floor moves slots of `shape`: not a coarse layout's with
+// node ids from etcd, whose IDs every value's shard mark bounds to the word
+// (coord::keeps_bound()): a node id taken over does not send a one-minute
+// layout to the minute after its previous holder's window.
+bool claim_floor_applies(const Shape& shape);
+
 // Makes a slot continue above the tick of `layout` that contains floor_ms
 // (0: nothing to do).
 inline void claim_floor_raise(const Layout& layout, SlotState& slot, int64_t floor_ms)
 {
+    if (!claim_floor_applies(layout))
+        return;
     const int64_t tick = floor_ms > 0 ? layout.tick_of(floor_ms) : -1;
     if (tick >= 0)
         raise_last(slot, layout.pack(uint64_t(tick), layout.sequence_max()));

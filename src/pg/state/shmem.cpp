@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <string>
 
 #include "pg/state/shmem.hpp"
 
 #include "core/clock.hpp"
+#include "core/coord/shard_claim.hpp"
 #include "core/coord/time_mark.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/settings.hpp"
@@ -239,6 +241,8 @@ SlotState* slot_for(const Layout& layout)
     cache[n_cached++] = CachedSlot{shape, &slot->state};
     return &slot->state;
 }
+
+bool claim_floor_applies(const Shape& shape) { return !(coord_enabled() && coord::keeps_bound(shape)); }
 
 void raise_claim_floor(int64_t floor_ms)
 {
