@@ -190,6 +190,27 @@ def check_settings(root):
     return fails
 
 
+# PostgreSQL's server programs that Debian keeps off the PATH (they live in
+# `pg_config --bindir`): a doc command naming one bare fails on a stock
+# Debian machine ("pg_ctl: not found").
+SERVER_PROGRAMS = ("pg_ctl", "initdb", "pg_basebackup", "pg_rewind", "pg_waldump")
+
+
+def check_commands(root):
+    fails = []
+    docs = [os.path.join(root, "README.md")] + sorted(
+        os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "docs")) for f in fs if f.endswith(".md"))
+    bare = re.compile(r"(?:^\s*(?:\$ |sudo (?:-u \S+ )?)?|`)(" + "|".join(SERVER_PROGRAMS) + r")\s+-")
+    for path in docs:
+        with open(path, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                m = bare.search(line)
+                if m:
+                    fails.append(f"{os.path.relpath(path, root)}:{n}: `{m.group(1)}` is not on a stock Debian PATH: "
+                                 f"write $(pg_config --bindir)/{m.group(1)}")
+    return fails
+
+
 def errcodes():
     """PostgreSQL's errcodes.txt: macro and condition name -> SQLSTATE."""
     paths = sorted(glob.glob("/usr/share/postgresql/*/errcodes.txt"))
@@ -291,7 +312,8 @@ def check_root(root):
 
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("folders", check_folders),
           ("suites", check_suites),
-          ("settings", check_settings), ("errors", check_errors), ("format", check_format), ("root", check_root)]
+          ("settings", check_settings), ("commands", check_commands), ("errors", check_errors),
+          ("format", check_format), ("root", check_root)]
 
 
 def run(root):
@@ -331,6 +353,8 @@ def plant(root, name):
             text = f.read()
         with open(path, "w", encoding="utf-8") as f:
             f.write(re.sub(r"^\| `shardid\.etcd_prefix` \|.*\n", "", text, flags=re.M))
+    elif name == "commands":
+        append("docs/etcd.md", "Stop it with `pg_ctl -D /tmp/x stop`.\n")
     elif name == "errors":
         append("src/pg/functions/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
     elif name == "format":

@@ -28,6 +28,13 @@ TEST(ShardClaim, ShapesNameTheirSpace)
               "e-5u1t30s3q4w");
     EXPECT_EQ(coord::shard_key("/p", "s", 7), "/p/shard/s/7");
     EXPECT_EQ(coord::shard_mark_key("/p", "s", 7), "/p/shardmark/s/7");
+    EXPECT_EQ(coord::shard_retired_key("/p", "s"), "/p/shardretired/s");
+    uint64_t word = 0;
+    EXPECT_TRUE(coord::parse_retired("0", &word));
+    EXPECT_TRUE(coord::parse_retired("9223372036854775807", &word));
+    EXPECT_EQ(word, uint64_t(INT64_MAX));
+    for (const char* bad : {"", "-1", "1 2", "0x5", "9223372036854775808", "5 "})
+        EXPECT_FALSE(coord::parse_retired(bad, &word)) << bad;
 }
 
 TEST(ShardClaim, MarksReadBackWhatTheyWrite)

@@ -31,6 +31,11 @@ std::string shard_mark_key(const std::string& prefix, const std::string& space, 
     return prefix + "/shardmark/" + space + "/" + std::to_string(value);
 }
 
+std::string shard_retired_key(const std::string& prefix, const std::string& space)
+{
+    return prefix + "/shardretired/" + space;
+}
+
 std::string shard_mark_value(const ShardMark& m)
 {
     char buf[128];
@@ -103,6 +108,15 @@ bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out)
     out->released = f[3] == "released";
     out->word = uint64_t(word);
     out->bound = uint64_t(bound);
+    return true;
+}
+
+bool parse_retired(const std::string& text, uint64_t* word)
+{
+    int64_t w = 0;
+    if (!parse_int(text, &w) || w < 0)
+        return false;
+    *word = uint64_t(w);
     return true;
 }
 

@@ -48,6 +48,13 @@ namespace shardid::coord {
 std::string space_name(const Shape& shape);
 std::string shard_key(const std::string& prefix, const std::string& space, int64_t value);
 std::string shard_mark_key(const std::string& prefix, const std::string& space, int64_t value);
+// <prefix>/shardretired/S: the marks of values given back for idleness are
+// deleted (etcd does not grow with every value ever asked for) and their
+// words folded into this one key of their space, "<word>": the highest
+// word any of them carried. A value without a mark continues above it.
+std::string shard_retired_key(const std::string& prefix, const std::string& space);
+// "<word>", a non-negative decimal; false for anything else.
+bool parse_retired(const std::string& text, uint64_t* word);
 
 struct ShardMark {
     int64_t floor_ms = 0;  // the holder's floor (held), or its last tick issued (released)

@@ -240,6 +240,7 @@ const char* short_desc(const Setting& s)
 // whether that was at server start (preloaded) or in this session.
 std::string refused, reason;
 bool refused_at_start = false;
+bool refused_without_preload = false;  // a setting that takes effect only when preloaded
 
 // Would PostgreSQL accept `given` for the setting just defined? Asked as
 // for a value from postgresql.conf, without setting it (nothing is logged):
@@ -305,6 +306,9 @@ const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str();
 
 const char* refused_hint()
 {
+    if (refused_without_preload)
+        return "Add shardid to shared_preload_libraries in postgresql.conf and restart the server (or set the "
+               "setting back to its default).";
     return refused_at_start
                ? "Correct the setting in postgresql.conf (or with ALTER SYSTEM) and restart the server."
                : "Correct the setting where it is configured (reload the configuration if that is postgresql.conf) and "
@@ -337,8 +341,10 @@ void define_settings()
             // worker to claim one), so a node told to take it from elsewhere
             // must not issue under shardid.node_id instead.
             const char* given = configured(s.name) ? GetConfigOption(s.name, true, false) : nullptr;
-            if (s.kind == Kind::enumeration && given != nullptr && !is_boot_option(s, given))
+            if (s.kind == Kind::enumeration && given != nullptr && !is_boot_option(s, given)) {
                 refuse(s.name, given, " (takes effect only with shared_preload_libraries = 'shardid')");
+                refused_without_preload = true;
+            }
             continue;
         }
         // A value configured before shardid was loaded waits as a

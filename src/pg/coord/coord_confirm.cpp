@@ -2,6 +2,7 @@
 // claims and releases): with every renewal of the lease, the shard keys
 // under it are read back; a coarse layout's bound moves ahead of its IDs.
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "core/coord/shard_claim.hpp"
@@ -79,6 +80,50 @@ void Holder::confirm_values()
                                  "longer uses",
                                  k.c_str(), lease_.c_str())));
     }
+    give_way();
+}
+
+// A value held as an explicit shard that equals a node id another node
+// claimed meanwhile (it was free when this node claimed it: that node
+// restarted, say) is given back: a node's own id is its value in every
+// layout. One read of the node keys, only while such values are held.
+void Holder::give_way()
+{
+    ShardClaims* t = shard_claims();
+    bool any = false;
+    for (int i = 0; i < t->size && !any; i++) {
+        const ShardClaim& e = t->entries[i];
+        any = e.key.load() != 0 && e.state.load() == int(ClaimState::held) && !e.own_id.load() &&
+              claim_value(e.key.load()) != claimed_;
+    }
+    if (!any)
+        return;
+    std::vector<etcd::KeyValue> kvs;
+    std::string why;
+    if (!client_.range(prefix_ + "/node/", coord::prefix_end(prefix_ + "/node"), &kvs, &why)) {
+        failed("could not list the node ids held", why);
+        return;
+    }
+    answered();
+    std::vector<int64_t> others;
+    for (const etcd::KeyValue& kv : kvs) {
+        const size_t slash = kv.key.rfind('/');
+        if (kv.lease != lease_ && slash != std::string::npos)
+            others.push_back(strtoll(kv.key.c_str() + slash + 1, nullptr, 10));
+    }
+    std::sort(others.begin(), others.end());
+    for (int i = 0; i < t->size; i++) {
+        ShardClaim& e = t->entries[i];
+        const uint64_t key = e.key.load();
+        if (key == 0 || e.state.load() != int(ClaimState::held) || e.own_id.load() || claim_value(key) == claimed_ ||
+            !std::binary_search(others.begin(), others.end(), claim_value(key)))
+            continue;
+        const Slot& slot = shared->slots[claim_slot(key)];
+        ereport(LOG, (errmsg("shardid coordinator: giving %s back: another node claimed node id %lld, whose own "
+                             "value it is",
+                             describe(slot, claim_value(key)).c_str(), (long long)claim_value(key))));
+        release_shard(i);
+    }
 }
 
 // A value whose key is no longer this node's: no ID with it from here on
@@ -131,7 +176,6 @@ void Holder::move_bound(int i)
                           " (deleted or rewritten by hand): IDs with " + describe(slot, value) + " stopped");
         return;
     }
-    e.floor_ms.store(floor);
     e.bound.store(next, std::memory_order_seq_cst);
     ConditionVariableBroadcast(&coord_shared().changed);
 }

@@ -61,10 +61,11 @@ private:
     // them all when the node id is lost.
     void serve_values();
     void claim_shard(int index);
-    bool release_shard(int index);
+    bool release_shard(int index, bool retire = false);
     void lose_values();
     void confirm_values();
     void move_bound(int index);
+    void give_way();
     void stop_value(int index, const std::string& note);
     struct ValueWork {
         int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again

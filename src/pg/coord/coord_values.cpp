@@ -37,7 +37,7 @@ void free_entry(ShardClaim& e)
         e.own_id.store(false);
         e.generation.fetch_add(1, std::memory_order_seq_cst);
         e.state.store(int(ClaimState::free), std::memory_order_seq_cst);
-        t.in_use.fetch_sub(1);
+        release_shares_locked(&t, &e);
     }
     SpinLockRelease(&t.mutex);
 }
@@ -117,7 +117,7 @@ void Holder::serve_values()
             const Slot& slot = shared->slots[claim_slot(e.key.load())];
             if (!e.own_id.load() && in_budget &&
                 wall_clock().now_ms() - e.used_ms.load() > idle_ms + std::max<int64_t>(slot.shape.unit_ms, 0))
-                release_shard(i);
+                release_shard(i, true);
             else if (e.bound.load() != UINT64_MAX && (in_budget || e.bound_need.load() > e.bound.load()))
                 move_bound(i);
             break;
@@ -139,21 +139,43 @@ void Holder::claim_shard(int i)
     const int64_t value = claim_value(key);
     const std::string space = coord::space_name(slot.shape), what = describe(slot, value);
     const std::string ckey = coord::shard_key(prefix_, space, value),
-                      mkey = coord::shard_mark_key(prefix_, space, value);
+                      mkey = coord::shard_mark_key(prefix_, space, value),
+                      rkey = coord::shard_retired_key(prefix_, space);
+    // A value equal to a node id another node holds is that node's own in
+    // every layout: reserved with its node-id claim, never taken by an
+    // explicit shard here (the claim below compares it too).
+    const bool reserved = value != claimed_ && value <= INT_MAX;
+    const std::string nkey = reserved ? coord::node_key(prefix_, int(value)) : std::string();
     std::string why;
     etcd::Txn r;
-    if (!client_.txn(etcd::encode_txn({}, {{false, ckey, "", ""}, {false, mkey, "", ""}}, {}), &r, &why)) {
+    std::vector<etcd::Op> reads{{false, ckey, "", ""}, {false, mkey, "", ""}, {false, rkey, "", ""}};
+    if (reserved)
+        reads.push_back({false, nkey, "", ""});
+    if (!client_.txn(etcd::encode_txn({}, reads, {}), &r, &why)) {
         failed("could not read the claim of " + what, why);
         return;
     }
     answered();
-    etcd::KeyValue holder, mark;
-    bool has_holder = false, has_mark = false;
+    etcd::KeyValue holder, mark, owner, retired;
+    bool has_holder = false, has_mark = false, has_owner = false, has_retired = false;
     for (const etcd::KeyValue& kv : r.kvs) {
         if (kv.key == ckey)
             holder = kv, has_holder = true;
         else if (kv.key == mkey)
             mark = kv, has_mark = true;
+        else if (reserved && kv.key == nkey)
+            owner = kv, has_owner = true;
+        else if (kv.key == rkey)
+            retired = kv, has_retired = true;
+    }
+    if (has_owner && owner.lease != lease_) {
+        const std::string note = "The node at " + coord::describe_holder(owner.value) + " (node id " +
+                                 std::to_string(value) + ", its own value in every layout)";
+        if (e.state.load() != int(ClaimState::busy))
+            ereport(LOG, (errmsg("shardid coordinator: %s is reserved: %s", what.c_str(), note.c_str())));
+        set_note(e, note);
+        e.state.store(int(ClaimState::busy), std::memory_order_release);
+        return;
     }
     const auto refuse = [&](const std::string& note) {
         if (e.state.load() != int(ClaimState::refused))
@@ -161,6 +183,12 @@ void Holder::claim_shard(int i)
         set_note(e, note);
         e.state.store(int(ClaimState::refused), std::memory_order_release);
     };
+    uint64_t retired_word = 0;
+    if (has_retired && !coord::parse_retired(retired.value, &retired_word)) {
+        refuse("the key \"" + rkey + "\" holds \"" + printable(retired.value, 60) +
+               "\", which is not a word shardid writes; remove it once no node issues this layout's shards");
+        return;
+    }
     coord::ShardMark m;
     if (has_mark && !coord::parse_shard_mark(mark.value, INT_MAX, &m)) {
         refuse("the key \"" + mkey + "\" holds \"" + printable(mark.value, 60) +
@@ -229,8 +257,18 @@ void Holder::claim_shard(int i)
     // which etcd confirmed (an answer lost, or the node id changed under
     // the lease). A mark that merely names the node id this node holds may
     // be a previous life's, another holder's of the id, or written by hand.
+    if (!has_mark && retired_word != 0 &&
+        !coord::mark_plausible(layout.ms_of_tick(int64_t(layout.packed_tick(retired_word))), wall_clock().now_ms(),
+                               max_clock_lead_ms, lease_ttl_ms_, &implausible)) {
+        refuse("the key \"" + rkey + "\" holds a word no holder could have written: " + implausible);
+        return;
+    }
     const bool own = has_mark && confirmed(m.token);
-    if (own) {
+    if (!has_mark) {
+        // Never held, or its mark was folded into the space's retired word
+        // when its last holder gave it back for idleness.
+        target = retired_word;
+    } else if (own) {
         target = m.word;
         floor = m.floor_ms;
     } else if (has_mark && !m.released && m.bound != 0) {
@@ -279,10 +317,11 @@ void Holder::claim_shard(int i)
             return;
         }
         // After a clean release, above the previous holder's word itself, in
-        // the same tick (a coarse layout need not wait for its next tick);
-        // otherwise above the floor's tick.
+        // its tick (a coarse layout need not wait for its next tick): the
+        // word is its slot's at the release, above every ID it issued, in
+        // whatever tick its floor lies; otherwise above the floor's tick.
         const int64_t tick = layout.tick_of(floor);
-        if (m.released && m.word != 0 && int64_t(layout.packed_tick(m.word)) == tick)
+        if (m.released && m.word != 0)
             target = m.word;
         else if (floor > 0 && tick >= 0)
             target = layout.pack(uint64_t(tick), layout.sequence_max());
@@ -314,11 +353,17 @@ void Holder::claim_shard(int i)
     const coord::ShardMark mine{
         std::max({floor, slot_last_ms(slot), bound_ms}), claim_token_, claimed_, false, target, bound};
     etcd::Txn c;
-    const std::vector<etcd::Compare> compare =
+    std::vector<etcd::Compare> compare =
         has_holder
             ? std::vector<etcd::Compare>{{etcd::Compare::Target::lease, ckey, 0, lease_}}
             : std::vector<etcd::Compare>{{etcd::Compare::Target::create, ckey, 0, ""},
                                          {etcd::Compare::Target::mod, mkey, has_mark ? mark.mod_revision : 0, ""}};
+    if (reserved && !has_owner)
+        compare.push_back({etcd::Compare::Target::create, nkey, 0, ""});
+    // A mark claimed, given back and folded in since the read moved the
+    // retired word: read again.
+    if (!has_holder)
+        compare.push_back({etcd::Compare::Target::mod, rkey, has_retired ? retired.mod_revision : 0, ""});
     if (!client_.txn(etcd::encode_txn(compare,
                                       {{true, ckey, coord::holder_value(this_node()), lease_},
                                        {true, mkey, coord::shard_mark_value(mine), ""}},
@@ -335,7 +380,7 @@ void Holder::claim_shard(int i)
     e.raised.store(target);
     e.bound_need.store(0);
     e.bound.store(coord::keeps_bound(slot.shape) ? bound : UINT64_MAX, std::memory_order_seq_cst);
-    e.floor_ms.store(mine.floor_ms);
+    e.floor_ms.store(floor);
     e.since_ms.store(wall_clock().now_ms());
     e.used_ms.store(wall_clock().now_ms());
     set_note(e, "");
@@ -352,7 +397,7 @@ void Holder::claim_shard(int i)
     ConditionVariableBroadcast(&coord_shared().changed);
 }
 
-bool Holder::release_shard(int i)
+bool Holder::release_shard(int i, bool retire)
 {
     ShardClaim& e = shard_claims()->entries[i];
     const uint64_t key = e.key.load();
@@ -371,6 +416,38 @@ bool Holder::release_shard(int i)
     const coord::ShardMark last{std::max(e.floor_ms.load(), slot_last_ms(slot)), claim_token_, claimed_, true, word};
     std::string why;
     etcd::Txn t;
+    // Given back for idleness: the mark is deleted and its word folded into
+    // the space's retired word (one try; a retired word moved meanwhile by
+    // another node leaves a released mark, as a release by hand does).
+    if (retire) {
+        const std::string rkey = coord::shard_retired_key(prefix_, space);
+        std::vector<etcd::KeyValue> kvs;
+        uint64_t retired = 0;
+        if (!client_.range(rkey, "", &kvs, &why)) {
+            failed("could not read \"" + rkey + "\"", why);
+            return false;
+        }
+        answered();
+        if (kvs.empty() || coord::parse_retired(kvs[0].value, &retired)) {
+            if (!client_.txn(
+                    etcd::encode_txn({{etcd::Compare::Target::lease, ckey, 0, lease_},
+                                      {etcd::Compare::Target::mod, rkey, kvs.empty() ? 0 : kvs[0].mod_revision, ""}},
+                                     {{true, rkey, std::to_string(std::max(retired, word)), ""},
+                                      {false, mkey, "", "", true},
+                                      {false, ckey, "", "", true}},
+                                     {}),
+                    &t, &why)) {
+                failed("could not release " + describe(slot, value), why);
+                return false;
+            }
+            answered();
+            if (t.succeeded) {
+                free_entry(e);
+                ConditionVariableBroadcast(&coord_shared().changed);
+                return true;
+            }
+        }
+    }
     if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, ckey, 0, lease_}},
                                       {{true, mkey, coord::shard_mark_value(last), ""}, {false, ckey, "", "", true}},
                                       {}),

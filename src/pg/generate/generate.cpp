@@ -49,6 +49,10 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
     const uint32 tick_wait = wait_event("ShardidNextTick", &next_tick_event);
 
+    // Outside guarded(): the claim table's share of a role other than a
+    // superuser is bounded (superuser() is cached per role).
+    if ((shard_given || from_node) && coord_enabled())
+        set_claim_caller(superuser());
     TimestampTz waiting_since = 0;  // for the node-id source (0: not waiting)
     for (;;) {
         source.refresh();
@@ -100,6 +104,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
             continue;
         }
         if (status.error != Error::interrupted) {
+            name_claim_holders(&status);
             count_claim_refusal();
             if (status.error == Error::clock_lead_exceeded)
                 count_generation_refusal(GenerationRefusal::clock_lead);

@@ -13,6 +13,9 @@ extern "C" {
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
+#include "catalog/pg_authid.h"
+#include "commands/dbcommands.h"
+#include "utils/acl.h"
 }
 
 #include "pg/state/shmem.hpp"
@@ -32,9 +35,77 @@ ShardClaims* table = nullptr;
 int table_size(int capacity)
 {
     int size = 16;
-    while (size < 2 * capacity)
+    while (size < 2 * (capacity + max_slots))
         size *= 2;
     return size;
+}
+
+// The share of `oid` in `shares` (adding it when `add`), or -1.
+int share_of(ClaimShare* shares, Oid oid, bool add)
+{
+    int unused = -1;
+    for (int i = 0; i < claim_share_slots; i++) {
+        if (shares[i].oid == oid)
+            return i;
+        if (unused < 0 && shares[i].oid == InvalidOid)
+            unused = i;
+    }
+    if (!add || unused < 0)
+        return -1;
+    shares[unused] = ClaimShare{oid, 0};
+    return unused;
+}
+
+// The backend's last refusal for a full pool or share, for
+// name_claim_holders(): which share, and the oids that hold the most.
+enum class FullShare { none, node, database, role };
+FullShare last_full = FullShare::none;
+bool caller_is_superuser = false;
+Oid full_database = InvalidOid, full_role = InvalidOid;
+int full_database_count = 0, full_role_count = 0;
+
+// Caller holds the mutex. Whether the pool and the shares of this
+// backend's database and role have room for one more entry; counts it
+// against them if so.
+FullShare take_share(ShardClaim& e)
+{
+    const int capacity = table->capacity;
+    const int db_cap = std::max(1, capacity / 2), role_cap = std::max(1, capacity / 4);
+    const int db = share_of(table->databases, MyDatabaseId, false), role = share_of(table->roles, GetUserId(), false);
+    FullShare full = FullShare::none;
+    if (table->in_use.load() >= capacity)
+        full = FullShare::node;
+    else if (db >= 0 && table->databases[db].count >= db_cap)
+        full = FullShare::database;
+    else if (!caller_is_superuser && role >= 0 && table->roles[role].count >= role_cap)
+        full = FullShare::role;
+    if (full != FullShare::none) {
+        // Who holds the most of the pool (the refusal names them).
+        int top_db = -1, top_role = -1;
+        for (int i = 0; i < claim_share_slots; i++) {
+            if (table->databases[i].oid != InvalidOid &&
+                (top_db < 0 || table->databases[i].count > table->databases[top_db].count))
+                top_db = i;
+            if (table->roles[i].oid != InvalidOid &&
+                (top_role < 0 || table->roles[i].count > table->roles[top_role].count))
+                top_role = i;
+        }
+        full_database = top_db >= 0 ? table->databases[top_db].oid : InvalidOid;
+        full_database_count = top_db >= 0 ? table->databases[top_db].count : 0;
+        full_role = top_role >= 0 ? table->roles[top_role].oid : InvalidOid;
+        full_role_count = top_role >= 0 ? table->roles[top_role].count : 0;
+        return full;
+    }
+    const int new_db = share_of(table->databases, MyDatabaseId, true),
+              new_role = share_of(table->roles, GetUserId(), true);
+    if (new_db < 0 || new_role < 0)
+        return FullShare::node;  // more databases or roles hold values than the shares track
+    table->databases[new_db].count++;
+    table->roles[new_role].count++;
+    e.database_share = int16(new_db);
+    e.role_share = int16(new_role);
+    table->in_use.fetch_add(1);
+    return FullShare::none;
 }
 
 // The generator's cache of entries by key (each checked against the entry's
@@ -90,11 +161,15 @@ int probe(uint64_t key, bool add)
     return reuse;
 }
 
-Status full_table()
+Status full_table(FullShare full)
 {
-    return Status::fail(Error::limit_exceeded, "this node holds as many shard values as it may")
-        .with_detail("A node holds at most shardid.max_shard_claims = %d shard field values at once; a value is "
-                     "given back after shardid.shard_idle_release without an ID.",
+    const char* whose = full == FullShare::database ? "this database"
+                        : full == FullShare::role   ? "this role"
+                                                    : "this node";
+    return Status::fail(Error::limit_exceeded, "%s holds as many shard values as it may on this node", whose)
+        .with_detail("A node holds at most shardid.max_shard_claims = %d shard values besides its own ids, a "
+                     "database half of them, a role but a superuser a quarter; one unused for "
+                     "shardid.shard_idle_release is given back.",
                      table->capacity)
         .with_hint("Raise shardid.max_shard_claims in postgresql.conf and restart the server, or write fewer "
                    "distinct shards from this node.");
@@ -141,8 +216,10 @@ void startup_hook()
         SpinLockInit(&t->mutex);
         t->capacity = max_shard_claims;
         t->size = table_size(max_shard_claims);
-        for (int i = 0; i < t->size; i++)
+        for (int i = 0; i < t->size; i++) {
             t->entries[i].generation.store(1);
+            t->entries[i].database_share = t->entries[i].role_share = -1;
+        }
     }
     LWLockRelease(AddinShmemInitLock);
     table = t;
@@ -177,7 +254,8 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
         }
         if (at < 0) {
             last_refusal = int(ClaimRefusal::table_full);
-            *status = full_table();
+            last_full = FullShare::none;
+            *status = full_table(FullShare::node);
             return false;
         }
         cached = CachedClaim{key, at};
@@ -205,19 +283,22 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     if (own_id)
         e.own_id.store(true);
     if (state == ClaimState::free) {
-        bool full = false;
+        FullShare full = FullShare::none;
         SpinLockAcquire(&table->mutex);
         if (e.key.load() == key && e.state.load() == int(ClaimState::free)) {
-            full = table->in_use.load() >= table->capacity;
-            if (!full) {
-                table->in_use.fetch_add(1);
+            // The node's own id is outside the pool: no role or database
+            // can take the space it needs.
+            e.database_share = e.role_share = -1;
+            if (!own_id)
+                full = take_share(e);
+            if (full == FullShare::none)
                 e.state.store(int(ClaimState::wanted), std::memory_order_release);
-            }
         }
         SpinLockRelease(&table->mutex);
-        if (full) {
+        if (full != FullShare::none) {
             last_refusal = int(ClaimRefusal::table_full);
-            *status = full_table();
+            last_full = full;
+            *status = full_table(full);
             return false;
         }
     }
@@ -291,6 +372,40 @@ bool confirm_claim(int index, uint64_t generation, int64_t used_ms, uint64_t wor
 }
 
 void note_claim_refusal(ClaimRefusal cause) { last_refusal = int(cause); }
+
+void set_claim_caller(bool superuser) { caller_is_superuser = superuser; }
+
+void release_shares_locked(ShardClaims* t, ShardClaim* e)
+{
+    if (e->database_share >= 0 && e->role_share >= 0) {
+        ClaimShare& db = t->databases[e->database_share];
+        ClaimShare& role = t->roles[e->role_share];
+        if (--db.count <= 0)
+            db = ClaimShare{InvalidOid, 0};
+        if (--role.count <= 0)
+            role = ClaimShare{InvalidOid, 0};
+        t->in_use.fetch_sub(1);
+    }
+    e->database_share = e->role_share = -1;
+}
+
+void name_claim_holders(Status* status)
+{
+    if (status->error != Error::limit_exceeded || last_full == FullShare::none || table == nullptr)
+        return;
+    last_full = FullShare::none;
+    // Who holds the space, to those who may see every role's claims.
+    if (!has_privs_of_role(GetUserId(), ROLE_PG_MONITOR)) {
+        strlcat(status->detail, " Superusers and pg_monitor see who holds them.", sizeof status->detail);
+        return;
+    }
+    const char* db = OidIsValid(full_database) ? get_database_name(full_database) : nullptr;
+    const char* role = OidIsValid(full_role) ? GetUserNameFromId(full_role, true) : nullptr;
+    char names[128];
+    snprintf(names, sizeof names, " Most: database \"%s\" (%d), role \"%s\" (%d).", db ? db : "?", full_database_count,
+             role ? role : "?", full_role_count);
+    strlcat(status->detail, names, sizeof status->detail);
+}
 
 void count_claim_refusal()
 {

@@ -56,16 +56,35 @@ struct ShardClaim {
     std::atomic<uint64_t> bound;
     std::atomic<uint64_t> bound_need;
     std::atomic<uint64_t> raised;  // the word the slot was raised above at the claim (its mark's word)
-    char note[128];                // under the mutex: the holder (busy) or the key that is wrong (refused)
+    // Under the mutex: the shares it counts against (-1: none, the node's
+    // own id, which is outside the pool); see ShardClaims.
+    int16 database_share;
+    int16 role_share;
+    char note[128];  // under the mutex: the holder (busy) or the key that is wrong (refused)
+};
+
+// Who holds how much of the pool, under the mutex: a database holds at
+// most half of it, a role other than a superuser at most a quarter (at
+// least one each), so that
+// no role or database can take what others need; the node's own ids are
+// outside the pool (one per layout shape at most).
+constexpr int claim_share_slots = 128;
+struct ClaimShare {
+    Oid oid;  // InvalidOid: unused
+    int count;
 };
 
 struct ShardClaims {
     slock_t mutex;
-    int capacity;             // shardid.max_shard_claims: entries not free at most
-    int size;                 // the table's length, a power of two of at least twice the capacity
-    std::atomic<int> in_use;  // entries not free
+    int capacity;             // shardid.max_shard_claims: entries in the pool at most
+    int size;                 // the table's length, a power of two of at least twice the capacity and the slots
+    std::atomic<int> in_use;  // entries in the pool (not free, not the node's own id)
+    ClaimShare databases[claim_share_slots];
+    ClaimShare roles[claim_share_slots];
     ShardClaim entries[FLEXIBLE_ARRAY_MEMBER];
 };
+// Caller holds the mutex: gives an entry back to the pool and its shares.
+void release_shares_locked(ShardClaims* t, ShardClaim* e);
 
 // The table (nullptr without a coordinator: shardid.node_id_source is not
 // etcd, or shardid is not preloaded).
@@ -88,6 +107,9 @@ inline int64_t claim_value(uint64_t key) { return int64_t(key & 0xffffffffu); }
 // table is full).
 bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, int* index, uint64_t* generation,
                 Status* status);
+// Before hold_claim(), outside guarded(): whether the caller is a
+// superuser (exempt from the role's share, not the database's).
+void set_claim_caller(bool superuser);
 // After an ID is made and before it is returned: the value is still held
 // under the same generation, and the ID's packed word is within the bound
 // its mark in etcd records (otherwise Error::not_claimed: the worker was
@@ -100,6 +122,9 @@ int find_claim(uint64_t key);
 // (by hold_claim(), or shardid.shards), counted once it ends in an error
 // (shardid_shard_refusals()), forgotten when the generation tries again.
 void note_claim_refusal(ClaimRefusal cause);
+// Outside guarded(), before a refusal for a full pool or share is raised:
+// names the database and role that hold the most of it in the detail.
+void name_claim_holders(Status* status);
 void count_claim_refusal();
 
 // A generation refused for `why`, counted node-wide since the server
