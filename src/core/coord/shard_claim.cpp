@@ -31,6 +31,11 @@ std::string shard_mark_key(const std::string& prefix, const std::string& space, 
     return prefix + "/shardmark/" + space + "/" + std::to_string(value);
 }
 
+std::string shard_want_key(const std::string& prefix, const std::string& space, int64_t value)
+{
+    return prefix + "/shardwant/" + space + "/" + std::to_string(value);
+}
+
 std::string shard_retired_key(const std::string& prefix, const std::string& space)
 {
     return prefix + "/shardretired/" + space;

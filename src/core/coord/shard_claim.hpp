@@ -48,6 +48,9 @@ namespace shardid::coord {
 std::string space_name(const Shape& shape);
 std::string shard_key(const std::string& prefix, const std::string& space, int64_t value);
 std::string shard_mark_key(const std::string& prefix, const std::string& space, int64_t value);
+// <prefix>/shardwant/S/V: node V wants value V of S back as its own id
+// (another node holds it as an explicit shard), put under its lease.
+std::string shard_want_key(const std::string& prefix, const std::string& space, int64_t value);
 // <prefix>/shardretired/S: the marks of values given back for idleness are
 // deleted (etcd does not grow with every value ever asked for) and their
 // words folded into this one key of their space, "<word>": the highest

@@ -2,7 +2,6 @@
 // claims and releases): with every renewal of the lease, the shard keys
 // under it are read back; a coarse layout's bound moves ahead of its IDs.
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "core/coord/shard_claim.hpp"
@@ -83,44 +82,45 @@ void Holder::confirm_values()
     give_way();
 }
 
-// A value held as an explicit shard that equals a node id another node
-// claimed meanwhile (it was free when this node claimed it: that node
-// restarted, say) is given back: a node's own id is its value in every
-// layout. One read of the node keys, only while such values are held.
+// A value held as an explicit shard that another node wants back as its
+// own id (its shardwant/ key: it claimed that node id meanwhile, and its
+// defaults need the value) is given back. One read of those keys per
+// renewal, only while explicit values are held.
 void Holder::give_way()
 {
     ShardClaims* t = shard_claims();
     bool any = false;
     for (int i = 0; i < t->size && !any; i++) {
         const ShardClaim& e = t->entries[i];
-        any = e.key.load() != 0 && e.state.load() == int(ClaimState::held) && !e.own_id.load() &&
-              claim_value(e.key.load()) != claimed_;
+        any = e.key.load() != 0 && e.state.load() == int(ClaimState::held) && !e.own_id.load();
     }
     if (!any)
         return;
     std::vector<etcd::KeyValue> kvs;
     std::string why;
-    if (!client_.range(prefix_ + "/node/", coord::prefix_end(prefix_ + "/node"), &kvs, &why)) {
-        failed("could not list the node ids held", why);
+    if (!client_.range(prefix_ + "/shardwant/", coord::prefix_end(prefix_ + "/shardwant"), &kvs, &why)) {
+        failed("could not list the shard values other nodes want back", why);
         return;
     }
     answered();
-    std::vector<int64_t> others;
-    for (const etcd::KeyValue& kv : kvs) {
-        const size_t slash = kv.key.rfind('/');
-        if (kv.lease != lease_ && slash != std::string::npos)
-            others.push_back(strtoll(kv.key.c_str() + slash + 1, nullptr, 10));
-    }
-    std::sort(others.begin(), others.end());
+    std::vector<std::string> wanted;
+    for (const etcd::KeyValue& kv : kvs)
+        if (kv.lease != lease_)
+            wanted.push_back(kv.key);
+    if (wanted.empty())
+        return;
+    std::sort(wanted.begin(), wanted.end());
     for (int i = 0; i < t->size; i++) {
         ShardClaim& e = t->entries[i];
         const uint64_t key = e.key.load();
-        if (key == 0 || e.state.load() != int(ClaimState::held) || e.own_id.load() || claim_value(key) == claimed_ ||
-            !std::binary_search(others.begin(), others.end(), claim_value(key)))
+        if (key == 0 || e.state.load() != int(ClaimState::held) || e.own_id.load())
             continue;
         const Slot& slot = shared->slots[claim_slot(key)];
-        ereport(LOG, (errmsg("shardid coordinator: giving %s back: another node claimed node id %lld, whose own "
-                             "value it is",
+        const std::string wkey = coord::shard_want_key(prefix_, coord::space_name(slot.shape), claim_value(key));
+        if (!std::binary_search(wanted.begin(), wanted.end(), wkey))
+            continue;
+        ereport(LOG, (errmsg("shardid coordinator: giving %s back: the node holding node id %lld wants it as its "
+                             "own value",
                              describe(slot, claim_value(key)).c_str(), (long long)claim_value(key))));
         release_shard(i);
     }

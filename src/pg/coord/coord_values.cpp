@@ -141,36 +141,36 @@ void Holder::claim_shard(int i)
     const std::string ckey = coord::shard_key(prefix_, space, value),
                       mkey = coord::shard_mark_key(prefix_, space, value),
                       rkey = coord::shard_retired_key(prefix_, space);
-    // A value equal to a node id another node holds is that node's own in
-    // every layout: reserved with its node-id claim, never taken by an
-    // explicit shard here (the claim below compares it too).
-    const bool reserved = value != claimed_ && value <= INT_MAX;
-    const std::string nkey = reserved ? coord::node_key(prefix_, int(value)) : std::string();
+    // A node that wants a value as its own id (its node id, which another
+    // node holds as an explicit shard) says so under its lease
+    // (shardwant/S/V): the holder gives it back, and no node takes it as an
+    // explicit shard meanwhile (the claim below compares the key too).
+    const bool own_want = e.own_id.load() && value == claimed_;
+    const std::string wkey = coord::shard_want_key(prefix_, space, value);
     std::string why;
     etcd::Txn r;
-    std::vector<etcd::Op> reads{{false, ckey, "", ""}, {false, mkey, "", ""}, {false, rkey, "", ""}};
-    if (reserved)
-        reads.push_back({false, nkey, "", ""});
+    const std::vector<etcd::Op> reads{
+        {false, ckey, "", ""}, {false, mkey, "", ""}, {false, rkey, "", ""}, {false, wkey, "", ""}};
     if (!client_.txn(etcd::encode_txn({}, reads, {}), &r, &why)) {
         failed("could not read the claim of " + what, why);
         return;
     }
     answered();
-    etcd::KeyValue holder, mark, owner, retired;
-    bool has_holder = false, has_mark = false, has_owner = false, has_retired = false;
+    etcd::KeyValue holder, mark, want, retired;
+    bool has_holder = false, has_mark = false, has_want = false, has_retired = false;
     for (const etcd::KeyValue& kv : r.kvs) {
         if (kv.key == ckey)
             holder = kv, has_holder = true;
         else if (kv.key == mkey)
             mark = kv, has_mark = true;
-        else if (reserved && kv.key == nkey)
-            owner = kv, has_owner = true;
+        else if (kv.key == wkey)
+            want = kv, has_want = true;
         else if (kv.key == rkey)
             retired = kv, has_retired = true;
     }
-    if (has_owner && owner.lease != lease_) {
-        const std::string note = "The node at " + coord::describe_holder(owner.value) + " (node id " +
-                                 std::to_string(value) + ", its own value in every layout)";
+    if (has_want && want.lease != lease_ && !has_holder) {
+        const std::string note = "The node at " + coord::describe_holder(want.value) + " (node id " +
+                                 std::to_string(value) + ", whose own value it is)";
         if (e.state.load() != int(ClaimState::busy))
             ereport(LOG, (errmsg("shardid coordinator: %s is reserved: %s", what.c_str(), note.c_str())));
         set_note(e, note);
@@ -212,6 +212,17 @@ void Holder::claim_shard(int i)
             if (holder.lease.empty()) {
                 refuse(note);
                 return;
+            }
+            if (own_want && !(has_want && want.lease == lease_)) {
+                // This node's own id, held by another node as an explicit
+                // shard: ask for it back.
+                etcd::Txn w;
+                if (!client_.txn(etcd::encode_txn({}, {{true, wkey, coord::holder_value(this_node()), lease_}}, {}), &w,
+                                 &why)) {
+                    failed("could not ask for " + what + " back", why);
+                    return;
+                }
+                answered();
             }
             if (e.state.load() != int(ClaimState::busy))
                 ereport(LOG,
@@ -358,17 +369,17 @@ void Holder::claim_shard(int i)
             ? std::vector<etcd::Compare>{{etcd::Compare::Target::lease, ckey, 0, lease_}}
             : std::vector<etcd::Compare>{{etcd::Compare::Target::create, ckey, 0, ""},
                                          {etcd::Compare::Target::mod, mkey, has_mark ? mark.mod_revision : 0, ""}};
-    if (reserved && !has_owner)
-        compare.push_back({etcd::Compare::Target::create, nkey, 0, ""});
+    if (!has_want)
+        compare.push_back({etcd::Compare::Target::create, wkey, 0, ""});
     // A mark claimed, given back and folded in since the read moved the
     // retired word: read again.
     if (!has_holder)
         compare.push_back({etcd::Compare::Target::mod, rkey, has_retired ? retired.mod_revision : 0, ""});
-    if (!client_.txn(etcd::encode_txn(compare,
-                                      {{true, ckey, coord::holder_value(this_node()), lease_},
-                                       {true, mkey, coord::shard_mark_value(mine), ""}},
-                                      {}),
-                     &c, &why)) {
+    std::vector<etcd::Op> puts{{true, ckey, coord::holder_value(this_node()), lease_},
+                               {true, mkey, coord::shard_mark_value(mine), ""}};
+    if (has_want && want.lease == lease_)
+        puts.push_back({false, wkey, "", "", true});  // this node's own ask, answered
+    if (!client_.txn(etcd::encode_txn(compare, puts, {}), &c, &why)) {
         failed("could not claim " + what, why);
         return;
     }
