@@ -14,7 +14,8 @@ extern "C" {
 #include "utils/timestamp.h"
 #include "utils/tuplestore.h"
 #include "catalog/pg_authid.h"
-#include "commands/dbcommands.h"
+#include "commands/dbcommands.h"  // get_database_name() up to PostgreSQL 18
+#include "utils/lsyscache.h"       // and from 19 on
 #include "utils/acl.h"
 }
 
