@@ -15,7 +15,7 @@ extern "C" {
 #include "utils/tuplestore.h"
 #include "catalog/pg_authid.h"
 #include "commands/dbcommands.h"  // get_database_name() up to PostgreSQL 18
-#include "utils/lsyscache.h"       // and from 19 on
+#include "utils/lsyscache.h"      // and from 19 on
 #include "utils/acl.h"
 }
 
