@@ -55,27 +55,43 @@ pg_tmpdir() {
     echo "$d"
 }
 
-# Installs the Debian packages shardid needs to build and test, where missing.
-# The check is by file so a machine that has them needs no apt at all.
-ensure_deps() {
-    local missing=() want
-    for want in \
-        "/usr/bin/g++:g++" "/usr/bin/make:make" "/usr/bin/clang++:clang" "/usr/bin/clang-format:clang-format" \
-        "$PG_BIN/postgres:postgresql-$PG_MAJOR" \
+# The Debian packages shardid's scripts use, as FILE:PACKAGE (the check is
+# by file, so a machine that has them needs no apt at all). deps_quick:
+# what the quick loop runs (the build, the structure check, the unit
+# tests, pg_regress); deps_full: what the full test command adds.
+deps_quick() {
+    printf '%s\n' "/usr/bin/g++:g++" "/usr/bin/make:make" "/usr/bin/clang-format:clang-format" \
+        "/usr/bin/python3:python3" "$PG_BIN/postgres:postgresql-$PG_MAJOR" \
         "/usr/include/postgresql/$PG_MAJOR/server/postgres.h:postgresql-server-dev-$PG_MAJOR" \
-        "/usr/include/pqxx/pqxx:libpqxx-dev" \
         "/usr/include/gtest/gtest.h:libgtest-dev" \
+        "/usr/include/x86_64-linux-gnu/curl/curl.h:libcurl4-openssl-dev" \
+        "/usr/include/nlohmann/json.hpp:nlohmann-json3-dev"
+}
+deps_full() {
+    deps_quick
+    printf '%s\n' "/usr/bin/clang++:clang" "/usr/include/pqxx/pqxx:libpqxx-dev" \
         "/usr/include/benchmark/benchmark.h:libbenchmark-dev" \
         "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-14-dev" \
-        "/usr/bin/python3:python3" "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps" \
+        "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps" \
         "/usr/bin/sqlsmith:sqlsmith" "/usr/share/perl5/IPC/Run.pm:libipc-run-perl" \
         "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:faketime" "/usr/bin/prove:perl" \
         "/usr/sbin/debootstrap:debootstrap" \
-        "/usr/share/postgresql/$PG_MAJOR/extension/plproxy.control:postgresql-$PG_MAJOR-plproxy" "/usr/bin/unshare:util-linux" \
-        "/usr/include/x86_64-linux-gnu/curl/curl.h:libcurl4-openssl-dev" "/usr/include/nlohmann/json.hpp:nlohmann-json3-dev" \
-        "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" "/usr/lib/python3/dist-packages/yaml/__init__.py:python3-yaml" "/usr/bin/etcd:etcd-server" "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni"; do
-        [ -e "${want%%:*}" ] || missing+=("${want#*:}")
-    done
+        "/usr/share/postgresql/$PG_MAJOR/extension/plproxy.control:postgresql-$PG_MAJOR-plproxy" \
+        "/usr/bin/unshare:util-linux" \
+        "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" \
+        "/usr/lib/python3/dist-packages/yaml/__init__.py:python3-yaml" "/usr/bin/etcd:etcd-server" \
+        "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni"
+}
+
+# ensure_deps [quick|full]: installs the packages of that list (full when
+# not named) that are missing, after saying which. DEPS_ROOT (empty) is
+# where the files are looked for: test/structure/build_deps.sh points it at
+# an empty directory to see what a clean machine would be given.
+ensure_deps() {
+    local missing=() want
+    while IFS= read -r want; do
+        [ -e "${DEPS_ROOT:-}${want%%:*}" ] || missing+=("${want#*:}")
+    done < <("deps_${1:-full}")
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
         missing+=("postgresql-$PG_MAJOR")
     fi

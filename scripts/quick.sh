@@ -2,7 +2,8 @@
 # The quick loop, for every change: build, the house's rules on the tree,
 # the core's unit tests, and pg_regress (preloaded and not) on throwaway
 # instances. About 2 minutes on a 2-core machine, as root or as a user with
-# sudo (for make install). `make quick` runs it. The full run, which CI
+# sudo (for make install). On a machine without them it installs only what
+# these use (scripts/lib.sh, deps_quick), and says which before it does. `make quick` runs it. The full run, which CI
 # calls, is scripts/test.sh. Ends with "N passed, N failed".
 #   bash scripts/quick.sh
 set -u
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 . scripts/suites.sh
 
-ensure_deps || { broken setup "could not install dependencies"; finish; }
+ensure_deps quick || { broken setup "could not install dependencies"; finish; }
 log "building and installing shardid"
 build_install || { broken build "make or make install failed"; finish; }
 

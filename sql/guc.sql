@@ -67,6 +67,13 @@ DROP ROLE shardid_app;
 -- Node ids from etcd (shardid.node_id_source): its settings are hidden from
 -- ordinary roles, and so is the claim's state.
 SELECT source, state, node_id IS NOT NULL AS has_node_id FROM shardid_coordination();
+-- Where the node id comes from, down to the file and line (pg_regress
+-- appends its settings to postgresql.conf), or a SET of this session.
+SELECT node_id_from ~ '^setting: shardid\.node_id \(postgresql\.conf line [0-9]+\)$' AS names_file_and_line
+FROM shardid_coordination();
+SET shardid.node_id = 8;
+SELECT node_id_from FROM shardid_coordination();
+RESET shardid.node_id;
 CREATE ROLE guc_etcd_reader;
 SET ROLE guc_etcd_reader;
 SELECT name FROM pg_settings WHERE name LIKE 'shardid.etcd%' OR name = 'shardid.node_id_source' ORDER BY name;

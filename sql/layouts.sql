@@ -112,7 +112,18 @@ DROP TABLE events;
 SELECT create_layout('js_orders', '2024-01-01', '1 ms', 41, 4, 8);     -- 53 bits: JavaScript-safe
 SELECT create_layout('per_second', '2024-01-01', '1 s', 33, 10, 20);
 SELECT create_layout('tiny_seq', '2024-01-01', '1 ms', 41, 4, 1);      -- 2 IDs per ms
-SELECT create_layout('short_lived', '2020-01-01', '1 s', 2, 0, 10);    -- ended 4 s after its epoch
+-- A layout that has run out of time, or runs out within a year, is refused
+-- (next_id() would fail with it from then on) unless asked for.
+SELECT create_layout('tiny', '2024-01-01', '1 ms', 20, 0, 10);          -- ended 17 minutes after its epoch
+\echo :LAST_ERROR_SQLSTATE
+\set VERBOSITY terse
+SELECT create_layout('half_year', date_trunc('day', now()) - interval '1 year', '1 day', 9, 0, 10);  -- 512 days: ends within a year
+\set VERBOSITY default
+BEGIN;  -- one that ends in 659 days is accepted
+SELECT create_layout('a_year_on', date_trunc('day', now()) - interval '1 year', '1 day', 10, 0, 10);
+ROLLBACK;
+SELECT create_layout('short_lived', '2020-01-01', '1 s', 2, 0, 10, short_lived => true);  -- ended 4 s after its epoch
+SELECT count(*) AS refused_ones_made FROM shardid_user_layout WHERE name IN ('tiny', 'half_year');
 SELECT name, epoch, time_unit, total_bits, javascript_safe, shards, ids_per_tick, ends_at
 FROM shardid_layouts WHERE NOT builtin ORDER BY name;
 SELECT d.shard, d.sequence, id < 1::bigint << 53 AS fits_javascript
@@ -187,10 +198,10 @@ INSERT INTO shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, 
 VALUES ('sneaky', '2024-01-01', '1 ms', 41, 10, 12);
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
-GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) TO layout_user;
+GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) TO layout_user;
 SET ROLE layout_user;
 SELECT create_layout('granted', '2024-01-01', '1 ms', 41, 10, 12);
 RESET ROLE;
 SELECT name FROM shardid_layouts WHERE name = 'granted';
-REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM layout_user;
+REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) FROM layout_user;
 DROP ROLE layout_user;

@@ -174,15 +174,35 @@ COMMENT ON FUNCTION shardid_make_carrier(text) IS
     'make (or remake) the "shardid_layout$<name>"() function that carries a layout through pg_dump (superusers)';
 
 CREATE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
-                                         time_bits integer, shard_bits integer, sequence_bits integer)
+                              time_bits integer, shard_bits integer, sequence_bits integer,
+                              short_lived boolean DEFAULT false)
     RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
     AS $$
 DECLARE
     citus_group integer;
+    ends_at timestamptz;
 BEGIN
     PERFORM @extschema@.shardid_check_layout(name, epoch, time_unit, time_bits, shard_bits, sequence_bits);
+    -- A layout whose time field runs out within a year would make every
+    -- next_id() fail from then on: refused unless asked for.
+    ends_at := @extschema@.shardid_layout_ends_at(epoch, time_unit, time_bits);
+    IF ends_at < now() + interval '1 year' THEN
+        IF short_lived IS NOT TRUE THEN
+            RAISE EXCEPTION 'layout "%" %', name,
+                    CASE WHEN ends_at <= now() THEN 'has already run out of time' ELSE 'runs out of time within a year' END
+                USING ERRCODE = 'invalid_parameter_value',
+                      DETAIL = format('Its %s-bit time field ends at %s; next_id() fails with it from then on.',
+                                      time_bits, ends_at),
+                      HINT = 'Give it more time bits or a longer time unit (shardid_layouts shows every layout''s '
+                             'ends_at), or pass short_lived => true to create it all the same.';
+        END IF;
+        RAISE WARNING 'layout "%" %', name,
+                CASE WHEN ends_at <= now() THEN 'has already run out of time' ELSE 'runs out of time within a year' END
+            USING DETAIL = format('Its %s-bit time field ends at %s; next_id() fails with it from then on.',
+                                  time_bits, ends_at);
+    END IF;
     -- On Citus, layouts are the coordinator's: Citus gives its carriers to
     -- every node (docs/citus.md); one made on a worker would be that
     -- worker's alone.
@@ -207,9 +227,10 @@ BEGIN
     END;
     PERFORM @extschema@.shardid_make_carrier(name);
 END $$;
-REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM PUBLIC;
-COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) IS
-    'define a permanent "time | shard | sequence" layout (superusers, or roles granted EXECUTE)';
+REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) IS
+    'define a permanent "time | shard | sequence" layout; one that runs out of time within a year only with '
+    'short_lived => true (superusers, or roles granted EXECUTE)';
 
 CREATE FUNCTION shardid_presets(OUT name text, OUT epoch timestamptz, OUT time_unit interval,
                                 OUT time_bits smallint, OUT shard_bits smallint, OUT sequence_bits smallint)
@@ -316,7 +337,7 @@ COMMENT ON FUNCTION shardid_status() IS
 CREATE VIEW shardid_status AS SELECT * FROM @extschema@.shardid_status();
 GRANT SELECT ON shardid_status TO PUBLIC;
 
-CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_id integer,
+CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_id integer, OUT node_id_from text,
                                      OUT claimed_at timestamptz, OUT lease_id text, OUT lease_ttl integer,
                                      OUT issuing_until timestamptz, OUT window_start timestamptz,
                                      OUT window_end timestamptz, OUT endpoint text, OUT last_error text,
@@ -331,7 +352,7 @@ CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_i
 REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
 COMMENT ON FUNCTION shardid_coordination() IS
-    'where this node''s id comes from (setting, etcd or citus; on a Citus worker its group fence) and, with etcd, the claim: id held, lease, until when IDs '
+    'where this node''s id comes from (setting, etcd or citus, and node_id_from: which file and line of the configuration asks for it; on a Citus worker its group fence) and, with etcd, the claim: id held, lease, until when IDs '
     'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; since the server started: seconds without a node id, episodes and '
     'seconds of expiring, late renewals, and generations refused by cause (a scrape every minute sees a 3 s outage); '
     'superusers and pg_monitor';

@@ -18,6 +18,7 @@
 
 #include "core/layout.hpp"
 #include "core/status.hpp"
+#include "core/utc.hpp"
 
 namespace shardid {
 
@@ -182,10 +183,12 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             }
         }
         if (!layout.wraps && tick > layout.time_max()) {
+            const int64_t end_ms = layout.ms_of_tick(int64_t(layout.time_max()) + 1);
             *status = Status::fail(Error::time_exhausted, "the %s layout has run out of time", layout.name)
-                          .with_detail("Its %u-bit time field ended %lld ms after the Unix epoch.",
-                                       unsigned(layout.time_bits),
-                                       (long long)layout.ms_of_tick(int64_t(layout.time_max()) + 1));
+                          .with_detail("Its %u-bit time field ended at %s (%lld ms after the Unix epoch).",
+                                       unsigned(layout.time_bits), utc_text(end_ms).text, (long long)end_ms)
+                          .with_hint("Make new IDs with a layout of more time bits or a longer time unit "
+                                     "(create_layout()).");
             return false;
         }
         const uint64_t word = layout.pack(tick, sequence);

@@ -158,6 +158,11 @@ if want 2; then
     check "node d (clock 6 s behind) takes shard 5 and issues above every ID of node c" "t" \
         "$(q d -c "INSERT INTO t SELECT next_snowflake_id(5) FROM generate_series(1, 50000); SELECT min(id) > $c_max FROM t")"
     d_max=$(q d -c "SELECT max(id) FROM t")
+    # The mark it wrote is one every reader accepts: its word's tick within
+    # its floor (d's own slot had no ID of shard 5; the word is c's, folded).
+    read -r mfloor _ _ _ mword _ <<<"$(ectl get --print-value-only "$PREFIX/shardmark/e1577836800000u1t41s10q12/5")"
+    check "... and the mark node d wrote carries a floor that reaches its word (a reader refuses any other)" "t" \
+        "$([ $(((${mword:-0} >> 12) + 1577836800000)) -le "${mfloor:-0}" ] && echo t || echo "f (floor $mfloor, word $mword)")"
     check "shardid_release_shard() on a node that does not hold the shard: false" "f" \
         "$(q c -c "SELECT shardid_release_shard('snowflake', 5)")"
     check "shardid_release_shard() on its holder: true, and the shard is free" "t|" \

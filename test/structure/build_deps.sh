@@ -58,3 +58,26 @@ for dep in $deps; do
         fail "debian/control.in's Build-Depends lack $package"
     fi
 done
+
+# The quick loop installs only what it runs, and says what before it does:
+# a clean machine seen through DEPS_ROOT (no file there), apt-get recorded
+# instead of run. The full test command keeps installing the rest.
+given() {  # LIST: what ensure_deps LIST prints and would run
+    : >"$tmp/ran"
+    ( as_root() { echo "RUN $*" >>"$tmp/ran"; }; DEPS_ROOT="$tmp/clean" ensure_deps "$1" ) 2>&1
+    cat "$tmp/ran"
+}
+quick=$(given quick) full=$(given full)
+quick_install=$(grep -m1 'RUN .*apt-get install' <<<"$quick")
+full_only="sqlsmith patroni etcd-server ent rng-tools5 libipc-run-perl postgresql-$PG_MAJOR-plproxy python3-psycopg2 faketime debootstrap libpqxx-dev"
+extra=$(for p in $full_only; do grep -qE "(^| )$p( |$)" <<<"$quick_install" && echo "$p"; done)
+check "the quick loop installs nothing only the full run uses" "" "$extra"
+missing=$(for p in g++ make clang-format postgresql-server-dev-$PG_MAJOR libgtest-dev libcurl4-openssl-dev nlohmann-json3-dev; do
+    grep -qE "(^| )${p//+/\\+}( |$)" <<<"$quick_install" || echo "$p"; done)
+check "... and everything it runs: the build, the structure check, the unit tests, pg_regress" "" "$missing"
+[ "$(grep -n 'installing missing packages: ' <<<"$quick" | cut -d: -f1)" -lt "$(grep -n '^RUN' <<<"$quick" | head -1 | cut -d: -f1)" ] &&
+    pass "... and it says which packages before it installs them" || fail "the quick loop does not say what it installs first: $quick"
+missing=$(for p in $full_only; do grep -qE "(^| )$p( |$)" <<<"$(grep -m1 'RUN .*apt-get install' <<<"$full")" || echo "$p"; done)
+check "the full test command installs the rest" "" "$missing"
+grep -qE '^ensure_deps quick ' scripts/quick.sh && pass "scripts/quick.sh asks for the quick list" ||
+    fail "scripts/quick.sh does not call ensure_deps quick"

@@ -16,6 +16,13 @@
             the current install script, P0001 for a RAISE without one) is in
             docs/errors.md's table, and every code there is raised;
   format    src/ and the C++ tests are as .clang-format formats them;
+  release   a released script (sql/released.sha256: install and upgrade
+            scripts, by checksum) is never changed again: a later change
+            to SQL objects goes into the next version, with an upgrade
+            script from the last release; once the control file's version
+            is released, CHANGELOG.md's top heading carries its date
+            (test/versions/truth.sh checks that every file names one
+            version);
   root      nothing at the top of the tree but what the project's shape
             names (README.md, "The project's shape"), or what .gitignore
             ignores (build output, fuzzer artifacts): a stray file fails.
@@ -310,10 +317,50 @@ def check_root(root):
             if name not in ROOT_ENTRIES and not any(fnmatch.fnmatch(name, p) for p in patterns)]
 
 
+def check_release(root):
+    import hashlib
+    fails = []
+    def read(rel):
+        with open(os.path.join(root, rel), encoding="utf-8") as f:
+            return f.read()
+    control = re.search(r"^default_version\s*=\s*'([0-9]+\.[0-9]+)'", read("shardid.control"), re.M)
+    if not control:
+        return ["shardid.control has no default_version 'X.Y'"]
+    version = control.group(1)
+    released = []
+    for line in read("sql/released.sha256").splitlines():
+        if not line.strip():
+            continue
+        digest, rel = line.split()
+        released.append(rel)
+        try:
+            with open(os.path.join(root, rel), "rb") as f:
+                same = hashlib.sha256(f.read()).hexdigest() == digest
+        except FileNotFoundError:
+            fails.append(f"{rel}, a released script, is missing")
+            continue
+        if not same:
+            fails.append(f"{rel} changed after its release: put the change into the next version "
+                         f"(its own install script and an upgrade script from the last release)")
+    heading = re.search(r"^## ([0-9.]+) \(([^)]*)\)", read("CHANGELOG.md"), re.M)
+    if f"sql/shardid--{version}.sql" in released:
+        if not heading or heading.group(1) != version or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", heading.group(2)):
+            fails.append(f"{version} is released (sql/released.sha256), but CHANGELOG.md's top heading is not "
+                         f"\"## {version} (YYYY-MM-DD)\"")
+    elif released:
+        # The version each released script brings an install to (1.1 for 1.0--1.1).
+        last = max((tuple(int(x) for x in re.search(r"--([0-9.]+)\.sql$", r).group(1).split(".")) for r in released))
+        last = ".".join(map(str, last))
+        if not os.path.exists(os.path.join(root, "sql", f"shardid--{last}--{version}.sql")):
+            fails.append(f"sql/shardid--{last}--{version}.sql is missing: {version} must upgrade from {last}, "
+                         f"the last release")
+    return fails
+
+
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("folders", check_folders),
           ("suites", check_suites),
           ("settings", check_settings), ("commands", check_commands), ("errors", check_errors),
-          ("format", check_format), ("root", check_root)]
+          ("format", check_format), ("release", check_release), ("root", check_root)]
 
 
 def run(root):
@@ -359,6 +406,8 @@ def plant(root, name):
         append("src/pg/functions/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
     elif name == "format":
         append("src/pg/functions/trace.cpp", "int   badly_formatted ( ) {return 0 ;}\n")
+    elif name == "release":
+        append("sql/shardid--1.0.sql", "-- a change after the release\n")
     elif name == "root":
         append("notes.txt", "a stray file\n")
 
@@ -367,10 +416,10 @@ def self_test(root):
     bad = 0
     for name, fn in CHECKS:
         with tempfile.TemporaryDirectory() as tmp:
-            for part in ("src", "test", "docs", "bench", "sql"):
+            for part in ("src", "test", "docs", "bench", "sql", "debian"):
                 shutil.copytree(os.path.join(root, part), os.path.join(tmp, part),
                                 ignore=shutil.ignore_patterns("*.o", "__pycache__"))
-            for part in ("README.md", ".clang-format", "shardid.control", ".gitignore"):
+            for part in ("README.md", ".clang-format", "shardid.control", ".gitignore", "META.json", "CHANGELOG.md"):
                 shutil.copy(os.path.join(root, part), tmp)
             clean = fn(tmp)
             plant(tmp, name)

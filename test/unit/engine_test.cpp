@@ -255,6 +255,25 @@ TEST_F(Engine, NonWrappingLayoutRunsOutOfTime)
     uint64_t id = 0;
     EXPECT_FALSE(next_id(brief, slot, clock, 10000, 0, &id, &status));
     EXPECT_EQ(status.error, Error::time_exhausted);
+    // The end as a time a reader knows, and what to do instead.
+    EXPECT_STREQ(status.detail,
+                 "Its 4-bit time field ended at 1970-01-01 00:00:00.016+00 (16 ms after the Unix epoch).");
+    EXPECT_NE(std::string(status.hint).find("more time bits"), std::string::npos) << status.hint;
+}
+
+TEST(UtcText, WritesWhatPostgresWritesInUtc)
+{
+    EXPECT_STREQ(utc_text(0).text, "1970-01-01 00:00:00+00");
+    EXPECT_STREQ(utc_text(1704068248576).text, "2024-01-01 00:17:28.576+00");
+    EXPECT_STREQ(utc_text(1577836804000).text, "2020-01-01 00:00:04+00");
+    EXPECT_STREQ(utc_text(1577836804500).text, "2020-01-01 00:00:04.5+00");
+    EXPECT_STREQ(utc_text(951782400000).text, "2000-02-29 00:00:00+00");  // a leap day of a leap century
+    EXPECT_STREQ(utc_text(-1).text, "1969-12-31 23:59:59.999+00");
+    EXPECT_STREQ(utc_text(4102444799999).text, "2099-12-31 23:59:59.999+00");
+    EXPECT_STREQ(utc_text(253402300800000).text, "10000-01-01 00:00:00+00");
+    // Every int64 fits (no overflow in the date arithmetic).
+    EXPECT_NE(utc_text(INT64_MAX).text[0], '\0');
+    EXPECT_NE(utc_text(INT64_MIN).text[0], '\0');
 }
 
 TEST_F(Engine, TraceIdWrapKeepsGeneratingAcrossThe25BitBoundary)

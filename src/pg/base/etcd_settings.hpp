@@ -20,6 +20,9 @@ struct ClaimSettings {
     int lease_ttl_s = 0;  // shardid.etcd_lease_ttl
     int node_id_min = 0;  // shardid.etcd_node_id_min
     int node_id_max = 0;  // shardid.etcd_node_id_max
+    // Which id is claimed and where shardid.node_id says so, for the claim's
+    // log line and shardid_coordination()'s node_id_from.
+    std::string node_id_from;
 };
 
 // Reads the numeric etcd settings (shardid.etcd_lease_ttl,

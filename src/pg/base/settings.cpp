@@ -315,22 +315,60 @@ const char* refused_hint()
                  "start a new session.";
 }
 
+// The setting `name` as PostgreSQL keeps it (a placeholder too), or nullptr.
+const config_generic* find_setting(const char* name)
+{
+#if PG_VERSION_NUM >= 160000
+    return find_option(name, false, true, DEBUG5);
+#else
+    config_generic** vars = get_guc_variables();
+    for (int i = 0, n = GetNumConfigOptions(); i < n; i++)
+        if (pg_strcasecmp(vars[i]->name, name) == 0)
+            return vars[i];
+    return nullptr;
+#endif
+}
+
 // Whether someone configured the setting `name` (a placeholder's value
 // too): a placeholder whose line was removed from the configuration and
 // reloaded keeps an empty value of the default source (PostgreSQL 16 on),
 // which nobody configured.
 bool configured(const char* name)
 {
-#if PG_VERSION_NUM >= 160000
-    const config_generic* g = find_option(name, false, true, DEBUG5);
+    const config_generic* g = find_setting(name);
     return g != nullptr && g->source > PGC_S_DEFAULT;
-#else
-    config_generic** vars = get_guc_variables();
-    for (int i = 0, n = GetNumConfigOptions(); i < n; i++)
-        if (pg_strcasecmp(vars[i]->name, name) == 0)
-            return vars[i]->source > PGC_S_DEFAULT;
-    return false;
-#endif
+}
+
+void setting_origin(const char* name, char* out, size_t size)
+{
+    const config_generic* g = find_setting(name);
+    if (g == nullptr || g->source <= PGC_S_DYNAMIC_DEFAULT) {
+        snprintf(out, size, "its default");
+        return;
+    }
+    if (g->source == PGC_S_FILE && g->sourcefile != nullptr) {
+        const char* slash = strrchr(g->sourcefile, '/');
+        const char* file = slash ? slash + 1 : g->sourcefile;
+        if (strcmp(file, PG_AUTOCONF_FILENAME) == 0)
+            snprintf(out, size, "%s line %d, written by ALTER SYSTEM (ALTER SYSTEM RESET %s undoes it)", file,
+                     g->sourceline, name);
+        else
+            snprintf(out, size, "%s line %d", file, g->sourceline);
+        return;
+    }
+    const char* how = "a SET in this session";
+    switch (g->source) {
+    case PGC_S_ENV_VAR: how = "an environment variable"; break;
+    case PGC_S_FILE: how = "a configuration file"; break;
+    case PGC_S_ARGV: how = "the server's command line"; break;
+    case PGC_S_GLOBAL: how = "ALTER ROLE ALL SET"; break;
+    case PGC_S_DATABASE: how = "ALTER DATABASE SET"; break;
+    case PGC_S_USER: how = "ALTER ROLE SET"; break;
+    case PGC_S_DATABASE_USER: how = "ALTER ROLE IN DATABASE SET"; break;
+    case PGC_S_CLIENT: how = "the client's connection options"; break;
+    default: break;
+    }
+    snprintf(out, size, "%s", how);
 }
 
 void define_settings()

@@ -6,6 +6,7 @@
 
 #include <type_traits>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/clock.hpp"
@@ -75,6 +76,12 @@ const char* refused_settings();
 const char* refused_reason();
 // What to do about it: restart the server (preloaded) or start a new session.
 const char* refused_hint();
+// Where the setting `name` got its value, for shardid_coordination() and
+// the coordinator's log: "postgresql.conf line 830", "postgresql.auto.conf
+// line 3, written by ALTER SYSTEM (ALTER SYSTEM RESET shardid.node_id
+// undoes it)", "its default", "ALTER DATABASE SET", "a SET in this
+// session". A file by its name only, never its directory.
+void setting_origin(const char* name, char* out, size_t size);
 
 // The wall clock as this backend reads it (with shardid.clock_offset_ms).
 inline SystemClock wall_clock(bool coarse = false) { return SystemClock{clock_offset_ms, coarse}; }

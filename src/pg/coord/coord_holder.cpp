@@ -207,7 +207,8 @@ void Holder::claim()
         if (!take_id(id))
             return;
         claimed_ = last_id_ = id;
-        ereport(LOG, (errmsg("shardid coordinator: claimed node id %d with lease %s", id, lease_.c_str())));
+        ereport(LOG, (errmsg("shardid coordinator: claimed node id %d with lease %s: %s", id, lease_.c_str(),
+                             settings_.node_id_from.c_str())));
     }
     int64_t end = recorded_ms_;
     if (!taking_over_) {

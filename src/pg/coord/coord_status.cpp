@@ -23,7 +23,7 @@ namespace {
 
 using namespace shardid::pg;
 
-constexpr int columns = 22;
+constexpr int columns = 23;
 
 // refused_waiting, refused_clock_lead, refused_misconfigured: generations
 // refused since the server started, by cause.
@@ -60,7 +60,14 @@ Datum from_setting(FunctionCallInfo fcinfo, bool citus)
                                 : id >= 0         ? "configured"
                                                   : "unset"));
     id >= 0 ? row.add(Int32GetDatum(int32(id))) : row.add_null();
-    while (row.n < 6)
+    if (citus) {
+        row.add(CStringGetTextDatum("citus: the node's group id (pg_dist_local_group)"));
+    } else {
+        char origin[192];
+        setting_origin("shardid.node_id", origin, sizeof origin);
+        row.add(CStringGetTextDatum(psprintf("setting: shardid.node_id (%s)", origin)));
+    }
+    while (row.n < 7)
         row.add_null();  // claimed_at .. lease_ttl: no claim in etcd
     char state[32], error[256];
     if (fence != nullptr) {
@@ -76,11 +83,11 @@ Datum from_setting(FunctionCallInfo fcinfo, bool citus)
         row.add(Int64GetDatum(int64(fence->requests.load())));
         row.add(Int64GetDatum(int64(fence->errors.load())));
     } else {
-        while (row.n < 10)
+        while (row.n < 11)
             row.add_null();                                                // issuing_until .. endpoint
         refused ? row.add(CStringGetTextDatum(refused)) : row.add_null();  // last_error
     }
-    while (row.n < 19)
+    while (row.n < 20)
         row.add_null();  // .. renewals_late: no claim, no etcd
     add_refusals(row);
     return return_row(fcinfo, row);
@@ -94,7 +101,7 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     if (!coord_enabled())
         return from_setting(fcinfo, node_id_source_setting == int(NodeIdSourceSetting::citus));
     CoordShared& c = coord_shared();
-    char state[32], endpoint[256], err[512], lease[24];
+    char state[32], endpoint[256], err[512], lease[24], from[sizeof c.node_id_from];
     int64 ttl, claimed_at, last_ok;
     uint64 requests, errors, expiring_episodes, renewals_late;
     const int64 now_fence = fence_clock_ms();
@@ -108,6 +115,7 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     strlcpy(endpoint, c.endpoint, sizeof endpoint);
     strlcpy(err, c.last_error, sizeof err);
     strlcpy(lease, c.lease_id, sizeof lease);
+    strlcpy(from, c.node_id_from, sizeof from);
     ttl = c.lease_ttl_s;
     claimed_at = c.claimed_at_ms;
     last_ok = c.last_ok_ms;
@@ -125,6 +133,7 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     row.add(CStringGetTextDatum("etcd"));                            // source
     row.add(CStringGetTextDatum(state));                             // state
     held >= 0 ? row.add(Int32GetDatum(held)) : row.add_null();       // node_id
+    text_or_null(row, from);                                         // node_id_from
     held >= 0 ? row.add(ts(claimed_at)) : row.add_null();            // claimed_at
     text_or_null(row, lease);                                        // lease_id
     lease[0] ? row.add(Int32GetDatum(int32(ttl))) : row.add_null();  // lease_ttl

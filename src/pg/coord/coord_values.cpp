@@ -355,14 +355,18 @@ void Holder::claim_shard(int i)
     // The mark this claim writes covers every ID this node issued with the
     // value so far too (its slot), whatever node id it held then; a coarse
     // layout's, a bound above the next words (its floor reaches the bound's
-    // tick).
+    // tick). Its floor reaches the word it carries too, as every reader
+    // checks: a retired word another node folded in may lie ahead of this
+    // node's slot (a mark with its word beyond its floor was refused as
+    // edited by hand, by every node, until its holder gave it back).
     const uint64_t bound =
         coord::keeps_bound(slot.shape)
             ? coord::bound_target(slot.shape, std::max(target, slot.state.last.load()), now, max_clock_lead_ms)
             : 0;
     const int64_t bound_ms = bound != 0 ? layout.ms_of_tick(int64_t(layout.packed_tick(bound))) : 0;
+    const int64_t target_ms = target != 0 ? layout.ms_of_tick(int64_t(layout.packed_tick(target))) : 0;
     const coord::ShardMark mine{
-        std::max({floor, slot_last_ms(slot), bound_ms}), claim_token_, claimed_, false, target, bound};
+        std::max({floor, slot_last_ms(slot), bound_ms, target_ms}), claim_token_, claimed_, false, target, bound};
     etcd::Txn c;
     std::vector<etcd::Compare> compare =
         has_holder

@@ -130,7 +130,13 @@ bool usable_settings(etcd::Config* config, ClaimSettings* claim, std::string* wh
                " is above shardid.etcd_node_id_max = " + std::to_string(etcd_node_id_max) + ": no id could be claimed";
         return false;
     }
-    *claim = ClaimSettings{prefix, node_id, etcd_lease_ttl_s, etcd_node_id_min, etcd_node_id_max};
+    char origin[192];
+    setting_origin("shardid.node_id", origin, sizeof origin);
+    std::string from = node_id < 0
+                           ? "the lowest free id from " + std::to_string(etcd_node_id_min) + " to " +
+                                 std::to_string(etcd_node_id_max) + ", as shardid.node_id = -1 asks (" + origin + ")"
+                           : "id " + std::to_string(node_id) + ", as shardid.node_id asks (" + origin + ")";
+    *claim = ClaimSettings{prefix, node_id, etcd_lease_ttl_s, etcd_node_id_min, etcd_node_id_max, std::move(from)};
     if (!etcd_client_config(config, why))
         return false;
     return (config->transport = load_transport(why)) != nullptr;
@@ -177,6 +183,10 @@ void worker_main()
                 }
         // A request in flight is abandoned when the stop comes.
         config.stop = &stop_requested;
+        const std::string from = "etcd: " + claim.node_id_from;
+        SpinLockAcquire(&c.mutex);
+        strlcpy(c.node_id_from, from.c_str(), sizeof c.node_id_from);
+        SpinLockRelease(&c.mutex);
         Holder holder(std::move(config), std::move(claim));
         holder.run();
     } catch (const std::exception& e) {

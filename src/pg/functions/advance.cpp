@@ -30,7 +30,8 @@ extern "C" Datum shardid_advance_past(PG_FUNCTION_ARGS)
         ereport(ERROR,
                 (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE), errmsg("permission denied to advance shardid's node state"),
                  errdetail("Only superusers may move a layout's logical clock: it is shared by every "
-                           "database and role on the node.")));
+                           "database and role on the node."),
+                 errhint("Run it as a superuser: no GRANT gives it to another role.")));
     refuse_on_standby();
     LayoutEntry& entry = layout_arg(fcinfo, 0);
     const int64 id = PG_GETARG_INT64(1);

@@ -361,7 +361,8 @@ extern "C" Datum shardid_set_call_number_key(PG_FUNCTION_ARGS)
     if (!superuser())
         ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
                         errmsg("permission denied to set the cluster's call-number key"),
-                        errdetail("Only superusers may choose the key every node's call numbers must use.")));
+                        errdetail("Only superusers may choose the key every node's call numbers must use."),
+                        errhint("Run it as a superuser: no GRANT gives it to another role.")));
     if (!coord_enabled())
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("the cluster's call-number key is kept in etcd"),

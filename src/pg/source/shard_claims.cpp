@@ -327,8 +327,9 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     } else if (state == ClaimState::refused) {
         last_refusal = int(ClaimRefusal::edited_by_hand);
         *status = Status::fail(Error::not_claimed, "shard %llu of layout %s cannot be claimed", v, layout.name)
-                      .with_detail("Its keys in etcd hold what shardid never writes; no node issues it until "
-                                   "they are fixed.")
+                      .with_detail("Its keys in etcd hold what no holder could have written as this node sees "
+                                   "it: edited by hand, or a mark of a node whose clock ran far ahead (until "
+                                   "this node's clock comes near it).")
                       .with_hint("shardid_shard_claims() (superusers and pg_monitor) and the server log name the "
                                  "key.");
     } else {

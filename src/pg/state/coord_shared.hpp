@@ -56,6 +56,7 @@ struct CoordShared {
     char endpoint[256];
     char last_error[512];
     char lease_id[24];
+    char node_id_from[320];  // "etcd: " and ClaimSettings::node_id_from, set at the worker's start
     int64_t lease_ttl_s;
     int64_t claimed_at_ms;  // wall ms
     int64_t last_ok_ms;     // wall ms of the last answer from etcd
