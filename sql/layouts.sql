@@ -198,10 +198,15 @@ INSERT INTO shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, 
 VALUES ('sneaky', '2024-01-01', '1 ms', 41, 10, 12);
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
-GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) TO layout_user;
+GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) TO layout_user;
 SET ROLE layout_user;
 SELECT create_layout('granted', '2024-01-01', '1 ms', 41, 10, 12);
+-- A short-lived layout takes the grant of the seven-argument form too.
+SELECT create_layout('granted_brief', '2024-01-01', '1 ms', 20, 0, 10, short_lived => true);
+\echo :LAST_ERROR_SQLSTATE
+SELECT create_layout('granted_brief', '2024-01-01', '1 ms', 20, 0, 10);
+\echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 SELECT name FROM shardid_layouts WHERE name = 'granted';
-REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) FROM layout_user;
+REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM layout_user;
 DROP ROLE layout_user;

@@ -132,15 +132,12 @@ REVOKE EXECUTE ON FUNCTION shardid_make_carrier(text) FROM PUBLIC;
 COMMENT ON FUNCTION shardid_make_carrier(text) IS
     'make (or remake) the "shardid_layout$<name>"() function that carries a layout through pg_dump (superusers)';
 
--- create_layout() gains short_lived (a layout that runs out of time within
--- a year is refused without it): the six-argument function is replaced,
--- and every role granted EXECUTE on it is granted the new one.
-ALTER FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer)
-    RENAME TO shardid_create_layout_1_1;
-
+-- create_layout() gains short_lived: the seven-argument form holds the
+-- body; the six-argument one, which roles were granted, keeps its
+-- privileges (CREATE OR REPLACE) and calls it.
 CREATE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
                               time_bits integer, shard_bits integer, sequence_bits integer,
-                              short_lived boolean DEFAULT false)
+                              short_lived boolean)
     RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -193,25 +190,21 @@ BEGIN
     PERFORM @extschema@.shardid_make_carrier(name);
 END $$;
 COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) IS
-    'define a permanent "time | shard | sequence" layout; one that runs out of time within a year only with '
-    'short_lived => true (superusers, or roles granted EXECUTE)';
+    'create_layout() that makes, with short_lived => true and a WARNING, a layout that runs out of time within a '
+    'year (superusers, or roles granted EXECUTE on this form)';
 REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) FROM PUBLIC;
-DO $$
-DECLARE
-    grantee oid;
-BEGIN
-    FOR grantee IN
-        SELECT DISTINCT a.grantee
-        FROM pg_catalog.pg_proc p, pg_catalog.aclexplode(p.proacl) a
-        WHERE p.oid = '@extschema@.shardid_create_layout_1_1(text, timestamptz, interval, integer, integer, integer)'::pg_catalog.regprocedure
-          AND a.privilege_type = 'EXECUTE' AND a.grantee <> p.proowner
-    LOOP
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION @extschema@.create_layout(text, timestamptz, interval, '
-                                  'integer, integer, integer, boolean) TO %s',
-                                  CASE WHEN grantee = 0 THEN 'PUBLIC' ELSE grantee::pg_catalog.regrole::text END);
-    END LOOP;
-END $$;
-DROP FUNCTION shardid_create_layout_1_1(text, timestamptz, interval, integer, integer, integer);
+-- The six-argument form, which roles are granted (docs/errors.md): a layout
+-- that runs out of time within a year only through the seven-argument
+-- form, whose EXECUTE is granted on its own.
+CREATE OR REPLACE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
+                                         time_bits integer, shard_bits integer, sequence_bits integer)
+    RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT @extschema@.create_layout(name, epoch, time_unit, time_bits, shard_bits, sequence_bits, false) $$;
+COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) IS
+    'define a permanent "time | shard | sequence" layout; one that runs out of time within a year is refused '
+    '(superusers, or roles granted EXECUTE)';
 
 -- Layouts made before 1.2 get theirs now. Made by this script, they would
 -- be members of the extension (which pg_dump does not dump): hand them

@@ -175,7 +175,7 @@ COMMENT ON FUNCTION shardid_make_carrier(text) IS
 
 CREATE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
                               time_bits integer, shard_bits integer, sequence_bits integer,
-                              short_lived boolean DEFAULT false)
+                              short_lived boolean)
     RETURNS void
     LANGUAGE plpgsql SECURITY DEFINER
     SET search_path = pg_catalog, pg_temp
@@ -229,8 +229,21 @@ BEGIN
 END $$;
 REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) IS
-    'define a permanent "time | shard | sequence" layout; one that runs out of time within a year only with '
-    'short_lived => true (superusers, or roles granted EXECUTE)';
+    'create_layout() that makes, with short_lived => true and a WARNING, a layout that runs out of time within a '
+    'year (superusers, or roles granted EXECUTE on this form)';
+-- The six-argument form, which roles are granted (docs/errors.md): a layout
+-- that runs out of time within a year only through the seven-argument
+-- form, whose EXECUTE is granted on its own.
+CREATE FUNCTION create_layout(name text, epoch timestamptz, time_unit interval,
+                              time_bits integer, shard_bits integer, sequence_bits integer)
+    RETURNS void
+    LANGUAGE sql SECURITY DEFINER
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT @extschema@.create_layout(name, epoch, time_unit, time_bits, shard_bits, sequence_bits, false) $$;
+REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM PUBLIC;
+COMMENT ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) IS
+    'define a permanent "time | shard | sequence" layout; one that runs out of time within a year is refused '
+    '(superusers, or roles granted EXECUTE)';
 
 CREATE FUNCTION shardid_presets(OUT name text, OUT epoch timestamptz, OUT time_unit interval,
                                 OUT time_bits smallint, OUT shard_bits smallint, OUT sequence_bits smallint)

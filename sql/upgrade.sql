@@ -8,15 +8,21 @@ SELECT create_layout('upgrade_layout', '2024-01-01', '1 ms', 41, 4, 16);
 CREATE TABLE kept (id bigint PRIMARY KEY DEFAULT next_id('upgrade_layout', 2), v text);
 INSERT INTO kept (v) SELECT 'before ' || g FROM generate_series(1, 10) g;
 SELECT count(*) AS created_within_exists FROM pg_proc WHERE proname = 'id_created_within';
--- A role granted create_layout() keeps it through the update (1.2 replaces
--- the function: it gained short_lived); no one else gains it.
+-- A role granted create_layout() keeps it through the update (1.2 gives it
+-- a seven-argument form for short-lived layouts, granted on its own); no
+-- one else gains either.
 CREATE ROLE shardid_upgrade_admin;
 GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) TO shardid_upgrade_admin;
 ALTER EXTENSION shardid UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'shardid';
-SELECT has_function_privilege('shardid_upgrade_admin', 'create_layout(text, timestamptz, interval, integer, integer, integer, boolean)', 'EXECUTE') AS admin_keeps_it,
-       has_function_privilege('pg_monitor', 'create_layout(text, timestamptz, interval, integer, integer, integer, boolean)', 'EXECUTE') AS others_have_it;
-REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) FROM shardid_upgrade_admin;
+SELECT has_function_privilege('shardid_upgrade_admin', 'create_layout(text, timestamptz, interval, integer, integer, integer)', 'EXECUTE') AS admin_keeps_it,
+       has_function_privilege('shardid_upgrade_admin', 'create_layout(text, timestamptz, interval, integer, integer, integer, boolean)', 'EXECUTE') AS admin_short_lived,
+       has_function_privilege('pg_monitor', 'create_layout(text, timestamptz, interval, integer, integer, integer)', 'EXECUTE') AS others_have_it;
+-- ... and it still makes layouts, as the superuser who owns the function.
+SET ROLE shardid_upgrade_admin;
+SELECT create_layout('made_after_update', '2024-01-01', '1 ms', 41, 4, 16);
+RESET ROLE;
+REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM shardid_upgrade_admin;
 DROP ROLE shardid_upgrade_admin;
 SELECT count(*) AS created_within_exists FROM pg_proc WHERE proname = 'id_created_within';
 INSERT INTO kept (v) SELECT 'after ' || g FROM generate_series(1, 10) g;

@@ -71,7 +71,7 @@ check a_layout_never_used_issues_in_its_current_day_when_first_used t \
 # --- 3. layout slots: bounded per database, freed when their tick is over ---
 q -c "CREATE DATABASE tenant" -c "CREATE ROLE tenant LOGIN" >/dev/null
 qdb tenant -c "CREATE EXTENSION shardid" \
-    -c "GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer, boolean) TO tenant" >/dev/null
+    -c "GRANT EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) TO tenant" >/dev/null
 # The tenant makes 64 layouts of 2-second ticks, each a shape of its own,
 # and uses each once (as the review did).
 out=$(psql -X -q -h "$dir" -p "$port" -U tenant -d tenant -At <<'SQL' 2>&1
