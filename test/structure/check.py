@@ -20,7 +20,9 @@
             scripts, by checksum) is never changed again: a later change
             to SQL objects goes into the next version, with an upgrade
             script from the last release; once the control file's version
-            is released, CHANGELOG.md's top heading carries its date
+            is released, CHANGELOG.md's top heading carries its date; in a
+            git checkout, every tag vX.Y.0 is annotated, on a commit whose
+            control file names X.Y, and its scripts are listed
             (test/versions/truth.sh checks that every file names one
             version);
   root      nothing at the top of the tree but what the project's shape
@@ -342,6 +344,18 @@ def check_release(root):
         if not same:
             fails.append(f"{rel} changed after its release: put the change into the next version "
                          f"(its own install script and an upgrade script from the last release)")
+    # Each release tag, where the tree is a git checkout with its tags: an
+    # annotated tag vX.Y.0 on a commit whose control file names X.Y.
+    if os.path.isdir(os.path.join(root, ".git")):
+        tags = subprocess.run(["git", "-C", root, "tag", "-l", "v*"], capture_output=True, text=True).stdout.split()
+        for tag in tags:
+            m = re.fullmatch(r"v([0-9]+\.[0-9]+)\.0", tag)
+            kind = subprocess.run(["git", "-C", root, "cat-file", "-t", tag], capture_output=True, text=True).stdout.strip()
+            at = subprocess.run(["git", "-C", root, "show", f"{tag}:shardid.control"], capture_output=True, text=True).stdout
+            if not m or kind != "tag" or f"default_version = '{m.group(1)}'" not in at:
+                fails.append(f"tag {tag} is not an annotated vX.Y.0 tag on a commit whose shardid.control names X.Y")
+            elif f"sql/shardid--{m.group(1)}.sql" not in released:
+                fails.append(f"tag {tag} is released, but sql/released.sha256 lacks sql/shardid--{m.group(1)}.sql")
     heading = re.search(r"^## ([0-9.]+) \(([^)]*)\)", read("CHANGELOG.md"), re.M)
     if f"sql/shardid--{version}.sql" in released:
         if not heading or heading.group(1) != version or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", heading.group(2)):
