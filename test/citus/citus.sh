@@ -625,6 +625,14 @@ check "citus-trial.sh: a coordinator and two workers, each node's id its group" 
 w1 (port $((tport + 1))): citus, configured, node id 1
 w2 (port $((tport + 2))): citus, configured, node id 2
 psql -h 127.0.0.1 -p $tport -d postgres   # the coordinator; the workers are on $((tport + 1)) and $((tport + 2))" "$out"
+# When it did not come up, what it said and what the servers logged, on
+# one line each (a run's log keeps only its PASS/FAIL lines).
+if ! grep -q "^w2 (port" <<<"$out"; then
+    echo "FAIL citus-trial.sh said: $(tr '\n' '|' <<<"$out" | cut -c1-800)"
+    for n in c w1 w2; do
+        [ -f "$trial/$n.log" ] && echo "FAIL citus-trial.sh's $n.log: $(grep -E 'ERROR|FATAL|PANIC' "$trial/$n.log" | tail -5 | tr '\n' '|' | cut -c1-800)"
+    done
+fi
 got=$(as_pg "$PG_BIN/psql" -X -q -At -h 127.0.0.1 -p $tport -d postgres \
     -c "CREATE TABLE events (id bigint DEFAULT next_trace_id(), tenant int NOT NULL, payload jsonb)" \
     -c "SELECT create_distributed_table('events', 'tenant')" \
