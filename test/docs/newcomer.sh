@@ -107,6 +107,16 @@ want["shown"] = [i + 1 for i in want["query"] if i + 1 < len(blocks) and langs[i
 print("".join(blocks[i][1] for i in want[sys.argv[1]]), end="")
 PY
 }
+# Restarts the server and waits (at most 20 s) until its id is held.
+restart_until_held() {
+    cluster_stop "$dir"
+    cluster_start "$dir" "$port" || return 1
+    for _ in $(seq 100); do
+        [ "$(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state FROM shardid_coordination();" | tr -d ' ')" = held ] &&
+            return 0
+        sleep 0.2
+    done
+}
 etcd_port=55478
 etcd --name newcomer --data-dir "$dir/etcd" --log-level error \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
@@ -122,13 +132,7 @@ wait_setting shardid.node_id 7 || fail "README's node id did not reach a new ses
 out=$(etcd_block check | psql_in postgres)
 check "docs/etcd.md's check of ALTER SYSTEM values runs as written" "" "$(grep -E '^ERROR' <<<"$out")"
 etcd_block conf | sed "s|http://127.0.0.1:2379|http://127.0.0.1:$etcd_port|" | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
-cluster_stop "$dir"
-cluster_start "$dir" "$port" || stop_suite "the server did not start with docs/etcd.md's settings"
-for _ in $(seq 100); do
-    [ "$(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state FROM shardid_coordination();" | tr -d ' ')" = held ] &&
-        break
-    sleep 0.2
-done
+restart_until_held || stop_suite "the server did not start with docs/etcd.md's settings"
 actual=$(etcd_block query | psql_in postgres | grep -v '^NOTICE:' | sed 's/ *$//')  # "already exists": README made it
 shown=$(etcd_block shown)
 python3 - "$shown" "$actual" <<'PY' && pass "docs/etcd.md's query prints what it shows" ||
@@ -148,13 +152,7 @@ contains "... the lowest free id, as postgresql.conf's shardid.node_id = -1 asks
 # The trap itself, once more: an ALTER SYSTEM value left over beats
 # postgresql.conf, and says so where an operator looks.
 readme_block 1 | psql_in postgres >/dev/null
-cluster_stop "$dir"
-cluster_start "$dir" "$port" || stop_suite "the server did not start again"
-for _ in $(seq 100); do
-    [ "$(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state FROM shardid_coordination();" | tr -d ' ')" = held ] &&
-        break
-    sleep 0.2
-done
+restart_until_held || stop_suite "the server did not start again"
 from=$(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT node_id || ' ' || node_id_from FROM shardid_coordination();")
 contains "an ALTER SYSTEM value left over: the node claims 7, and node_id_from says it is ALTER SYSTEM's" "$from" \
     "7 etcd: id 7, as shardid.node_id asks (postgresql.auto.conf line "
