@@ -116,14 +116,23 @@ restart_until_held() {
             return 0
         sleep 0.2
     done
+    fail "the node holds no id 20 s after its start: $(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state || ': ' || coalesce(last_error, '') FROM shardid_coordination();" | tr '\n' ' ')"
 }
-etcd_port=55478
+# Below Linux's ephemeral range (32768 and up), where an outgoing
+# connection of another program can hold a port for a moment.
+etcd_port=31478
 etcd --name newcomer --data-dir "$dir/etcd" --log-level error \
     --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
     --listen-peer-urls "http://127.0.0.1:$((etcd_port + 1))" \
     --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 1))" \
     --initial-cluster "newcomer=http://127.0.0.1:$((etcd_port + 1))" >"$dir/etcd.log" 2>&1 &
 etcd_pid=$!
+for _ in $(seq 100); do
+    etcdctl --endpoints="http://127.0.0.1:$etcd_port" endpoint health >/dev/null 2>&1 && break
+    sleep 0.1
+done
+etcdctl --endpoints="http://127.0.0.1:$etcd_port" endpoint health >/dev/null 2>&1 ||
+    stop_suite "etcd did not start on port $etcd_port: $(tail -3 "$dir/etcd.log" | tr '\n' ' ')"
 trap 'kill -9 $etcd_pid 2>/dev/null; cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 readme_block 1 | psql_in postgres >/dev/null
 wait_setting shardid.node_id 7 || fail "README's node id did not reach a new session within 10 s"
@@ -169,9 +178,9 @@ print(blocks[0], end="")
 PY
 )
     scratch=${scratch//pg_createcluster 15 /pg_createcluster $version }
-    scratch=${scratch//--port 5499/--port 55481}
-    scratch=${scratch//-p 5499/-p 55481}
-    scratch=$(sed "s|psql -p 55481'|psql -p 55481 -X -At -c \"SELECT 41 + 1\"'|" <<<"$scratch")
+    scratch=${scratch//--port 5499/--port 31481}
+    scratch=${scratch//-p 5499/-p 31481}
+    scratch=$(sed "s|psql -p 31481'|psql -p 31481 -X -At -c \"SELECT 41 + 1\"'|" <<<"$scratch")
     pg_dropcluster "$version" newcomer_scratch --stop >/dev/null 2>&1
     out=$(env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root bash -c "${scratch//scratch/newcomer_scratch}" 2>&1)
     check "README's scratch server block works on a stock PATH (without /usr/local/bin)" "42" "$(tail -1 <<<"$out")"
