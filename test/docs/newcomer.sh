@@ -107,16 +107,16 @@ want["shown"] = [i + 1 for i in want["query"] if i + 1 < len(blocks) and langs[i
 print("".join(blocks[i][1] for i in want[sys.argv[1]]), end="")
 PY
 }
-# Restarts the server and waits (at most 20 s) until its id is held.
+# Restarts the server and waits (at most 40 s) until its id is held.
 restart_until_held() {
     cluster_stop "$dir"
     cluster_start "$dir" "$port" || return 1
-    for _ in $(seq 100); do
+    for _ in $(seq 200); do
         [ "$(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state FROM shardid_coordination();" | tr -d ' ')" = held ] &&
             return 0
         sleep 0.2
     done
-    fail "the node holds no id 20 s after its start: $(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state || ': ' || coalesce(last_error, '') FROM shardid_coordination();" | tr '\n' ' ')"
+    fail "the node holds no id 40 s after its start: $(psql_in postgres <<<"\pset tuples_only on"$'\n'"SELECT state || ': ' || coalesce(last_error, '') FROM shardid_coordination();" | tr '\n' ' ')"
 }
 # Below Linux's ephemeral range (32768 and up), where an outgoing
 # connection of another program can hold a port for a moment.
@@ -127,7 +127,7 @@ etcd --name newcomer --data-dir "$dir/etcd" --log-level error \
     --initial-advertise-peer-urls "http://127.0.0.1:$((etcd_port + 1))" \
     --initial-cluster "newcomer=http://127.0.0.1:$((etcd_port + 1))" >"$dir/etcd.log" 2>&1 &
 etcd_pid=$!
-for _ in $(seq 100); do
+for _ in $(seq 300); do  # at most 30 s: a first start fsyncs its files, slow on a busy disk
     etcdctl --endpoints="http://127.0.0.1:$etcd_port" endpoint health >/dev/null 2>&1 && break
     sleep 0.1
 done
