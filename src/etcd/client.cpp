@@ -68,7 +68,8 @@ int append(void* to, const char* data, size_t size)
 int client_must_end(void* client) { return static_cast<const Client*>(client)->must_end(); }
 }  // namespace
 
-bool Client::post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why)
+bool Client::send(const char* path, const std::string& body, int (*append_fn)(void*, const char*, size_t), void* to,
+                  long* status, std::string* why)
 {
     if (handle_ == nullptr) {
         *why = config_.transport == nullptr ? "the etcd transport (shardid_etcd) is not loaded"
@@ -81,7 +82,6 @@ bool Client::post_once(const char* path, const std::string& body, std::string* a
         return false;
     }
     const std::string url = endpoint() + path;
-    answer->clear();
     const bool authorized = !token_.empty() && std::string(path) != "/v3/auth/authenticate";
     auto file = [](const std::string& f) { return f.empty() ? nullptr : f.c_str(); };
     const ShardidEtcdRequest request = {url.c_str(),
@@ -94,8 +94,8 @@ bool Client::post_once(const char* path, const std::string& body, std::string* a
                                         long(timeout),
                                         client_must_end,
                                         this,
-                                        append,
-                                        answer};
+                                        append_fn,
+                                        to};
     requests_++;
     char error[256] = "";
     switch (config_.transport->post(handle_, &request, status, error, sizeof error)) {
@@ -105,6 +105,128 @@ bool Client::post_once(const char* path, const std::string& body, std::string* a
         return false;
     default: *why = url + ": " + error; return false;
     }
+}
+
+namespace {
+struct Collected {
+    std::string* answer;
+    uint64_t* bytes;
+};
+int collect_answer(void* to, const char* data, size_t size)
+{
+    auto* c = static_cast<Collected*>(to);
+    *c->bytes += size;
+    return append(c->answer, data, size);
+}
+}  // namespace
+
+bool Client::post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why)
+{
+    answer->clear();
+    Collected to{answer, &bytes_received_};
+    return send(path, body, collect_answer, &to, status, why);
+}
+
+namespace {
+// A watch's stream, decoded message by message as it arrives.
+struct WatchStream {
+    const Client::WatchSink* sink = nullptr;
+    uint64_t* bytes = nullptr;
+    std::string pending;  // the start of a message whose end has not arrived
+    Client::WatchStep step = Client::WatchStep::more;
+    std::string why;
+    bool token = false;  // etcd refused the token: authenticate again
+};
+int stream_append(void* to, const char* data, size_t size)
+{
+    auto* w = static_cast<WatchStream*>(to);
+    *w->bytes += size;
+    try {
+        w->pending.append(data, size);
+        size_t start = 0;
+        for (size_t nl; (nl = w->pending.find('\n', start)) != std::string::npos; start = nl + 1) {
+            const std::string line = w->pending.substr(start, nl - start);
+            if (line.find_first_not_of(" \r\t") == std::string::npos)
+                continue;
+            WatchMessage m;
+            if (!decode_watch_message(line, &m, &w->why)) {
+                w->token = w->why.find("token") != std::string::npos;
+                w->step = Client::WatchStep::failed;
+                return 0;
+            }
+            w->step = (*w->sink)(m, &w->why);
+            if (w->step != Client::WatchStep::more)
+                return 0;  // ends the transfer: the caller has what it needs
+        }
+        w->pending.erase(0, start);
+        if (w->pending.size() > Client::max_watch_message) {
+            w->why = "a watch message is longer than " + std::to_string(Client::max_watch_message >> 20) + " MiB";
+            w->step = Client::WatchStep::failed;
+            return 0;
+        }
+    } catch (const std::exception& e) {
+        w->why = std::string("the etcd client failed: ") + e.what();
+        w->step = Client::WatchStep::failed;
+        return 0;
+    }
+    return 1;
+}
+}  // namespace
+
+bool Client::watch_once(const std::string& body, const WatchSink& sink, bool* retry_token, std::string* why)
+{
+    WatchStream w;
+    w.sink = &sink;
+    w.bytes = &bytes_received_;
+    long status = 0;
+    const bool answered = send("/v3/watch", body, stream_append, &w, &status, why);
+    *retry_token = w.token;
+    if (w.step == WatchStep::done)
+        return true;
+    if (w.step == WatchStep::failed) {
+        *why = w.why;
+        failure_ = Failure::answer;
+        return false;
+    }
+    if (answered)  // the stream ended before the sink had what it needs
+        *why = status != 200 ? "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" +
+                                   printable(w.pending) + "\""
+                             : endpoint() + ": the watch ended early";
+    failure_ = answered ? Failure::answer : Failure::transport;
+    return false;
+}
+
+bool Client::watch(const std::string& body, const WatchSink& sink, std::string* why)
+{
+    return call(why, [&] {
+        std::string transport;
+        for (size_t tried = 0; tried < config_.endpoints.size(); tried++) {
+            if (tried > 0)
+                current_ = (current_ + 1) % config_.endpoints.size();
+            if (!config_.user.empty() && token_.empty() && !authenticate(why)) {
+                if (why->find("authentication as") == 0) {
+                    failure_ = Failure::unauthorized;
+                    return false;
+                }
+                transport = *why;
+                continue;
+            }
+            bool token = false;
+            if (watch_once(body, sink, &token, why))
+                return true;
+            if (token && !config_.user.empty()) {
+                if (!authenticate(why))
+                    return false;
+                return watch_once(body, sink, &token, why);
+            }
+            if (failure_ != Failure::transport)
+                return false;  // etcd answered: not a dead endpoint
+            transport = *why;
+        }
+        *why = transport;
+        failure_ = Failure::transport;
+        return false;
+    });
 }
 
 bool Client::authenticate(std::string* why)
@@ -220,6 +342,14 @@ bool Client::txn(const std::string& body, Txn* out, std::string* why)
     return call(why, [&] {
         std::string answer;
         return post("/v3/kv/txn", body, &answer, why) && decode_txn(answer, out, why);
+    });
+}
+
+bool Client::range_page(const std::string& body, RangePage* out, std::string* why)
+{
+    return call(why, [&] {
+        std::string answer;
+        return post("/v3/kv/range", body, &answer, why) && decode_range_page(answer, out, why);
     });
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,22 @@ public:
     bool lease_keys(const std::string& lease, std::vector<std::string>* keys, bool* alive, std::string* why);
     bool txn(const std::string& body, Txn* out, std::string* why);
     bool range(const std::string& key, const std::string& range_end, std::vector<KeyValue>* out, std::string* why);
+    // One page of a listing (encode_range_page()).
+    bool range_page(const std::string& body, RangePage* out, std::string* why);
+    // What the caller of watch() says of each message: read on, the watch
+    // has told all it must (the transfer is ended), or it failed (*why).
+    enum class WatchStep { more, done, failed };
+    using WatchSink = std::function<WatchStep(const WatchMessage&, std::string* why)>;
+    // Posts a watch (encode_watch()) and hands each message of its stream
+    // to `sink`, as it arrives, until the sink says done (true) or failed,
+    // or the request's timeout passes first (false). A stream is never
+    // held in memory whole: each message is decoded and dropped, and one
+    // longer than max_watch_message fails the watch.
+    bool watch(const std::string& body, const WatchSink& sink, std::string* why);
+    static constexpr size_t max_watch_message = size_t(16) << 20;
+    // Bytes of answers received since the client was made (etcd's traffic
+    // toward this node, for the benchmark).
+    uint64_t bytes_received() const { return bytes_received_; }
 
     // The timeout of each later request (per endpoint tried).
     void set_timeout_ms(int64_t ms) { config_.timeout_ms = ms; }
@@ -76,6 +93,12 @@ private:
     // once when etcd rejects the token.
     bool post(const char* path, const std::string& body, std::string* answer, std::string* why);
     bool post_once(const char* path, const std::string& body, std::string* answer, long* status, std::string* why);
+    // The transport's POST of `body` to `path` at the current endpoint, each
+    // piece of the answer handed to `append(to, ...)`; false (why) when it
+    // was not sent or no answer came (including an append that refused).
+    bool send(const char* path, const std::string& body, int (*append)(void*, const char*, size_t), void* to,
+              long* status, std::string* why);
+    bool watch_once(const std::string& body, const WatchSink& sink, bool* retry_token, std::string* why);
     bool authenticate(std::string* why);
     template <typename F>
     bool call(std::string* why, F&& f);
@@ -89,6 +112,7 @@ private:
     int64_t budget_end_ = 0;  // steady clock, ms (0: no budget)
     std::string token_;
     uint64_t requests_ = 0;
+    uint64_t bytes_received_ = 0;
     Failure failure_ = Failure::none;
 };
 

@@ -8,6 +8,10 @@
                                   forwards HTTP requests to etcd, with the TTL of every lease
                                   grant's answer replaced by TTL (a broken or hostile gateway)
   proxy.py PORT hang              accepts every connection and never answers
+  proxy.py PORT watchgate TARGET_PORT FLAG
+                                  forwards HTTP requests to etcd one per connection; while the
+                                  file FLAG exists, a watch request (/v3/watch) is held unanswered
+                                  (a re-check that cannot be made)
 """
 import socket
 import sys
@@ -79,6 +83,35 @@ def grant(conn):
     conn.close()
 
 
+def watchgate(conn):
+    """One HTTP request forwarded raw to etcd (streams too), or held when it
+    is a watch and the flag file exists."""
+    import os
+    try:
+        f = conn.makefile("rb")
+        line = f.readline()
+        path = line.decode().split()[1]
+        head, length = [], 0
+        while True:
+            h = f.readline()
+            if h in (b"\r\n", b"\n", b""):
+                break
+            k = h.decode().split(":", 1)[0].strip().lower()
+            if k == "content-length":
+                length = int(h.decode().split(":", 1)[1])
+            if k != "connection":
+                head.append(h)
+        body = f.read(length)
+        if path == "/v3/watch" and os.path.exists(sys.argv[4]):
+            hung.append(conn)
+            return
+        up = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
+        up.sendall(line + b"".join(head) + b"Connection: close\r\n\r\n" + body)
+        pipe(up, conn)
+    except (OSError, ValueError, IndexError):
+        conn.close()
+
+
 def serve(conn):
     if mode == "tcp":
         upstream = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
@@ -86,6 +119,8 @@ def serve(conn):
         pipe(upstream, conn)
     elif mode == "grant":
         grant(conn)
+    elif mode == "watchgate":
+        watchgate(conn)
     elif mode == "hang":
         hung.append(conn)  # kept open, never read or answered
     elif mode == "html":

@@ -83,34 +83,58 @@ TEST(ShardClaim, BoundsCoverTheNextWordsOfACoarseLayout)
     EXPECT_FALSE(coord::keeps_bound(minute.wrapping()));
     const int64_t lead = 10000, t0 = 60000 * 100;  // the start of tick 100
     // Nothing issued yet: from the clock's tick.
-    EXPECT_EQ(coord::bound_target(minute, 0, t0 + 1000, lead), minute.pack(100, 512));
+    EXPECT_EQ(coord::bound_target(minute, 0, t0 + 1000, lead, 0), minute.pack(100, 512));
     // Above the slot's word.
-    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 1000), t0 + 1000, lead), minute.pack(100, 1512));
-    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 4000), t0 + 1000, lead), minute.pack(100, 4095));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 1000), t0 + 1000, lead, 0), minute.pack(100, 1512));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 4000), t0 + 1000, lead, 0), minute.pack(100, 4095));
     // A word ahead of the clock (a previous holder's): its own tick.
-    EXPECT_EQ(coord::bound_target(minute, minute.pack(101, 7), t0 + 1000, lead), minute.pack(101, 519));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(101, 7), t0 + 1000, lead, 0), minute.pack(101, 519));
     // The last 5 s of the tick: into the next one.
-    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 9), t0 + 55000, lead), minute.pack(101, 511));
-    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 9), t0 + 54999, lead), minute.pack(100, 521));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 9), t0 + 55000, lead, 0), minute.pack(101, 511));
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(100, 9), t0 + 54999, lead, 0), minute.pack(100, 521));
     // Past the time field: none.
-    EXPECT_EQ(coord::bound_target(minute, minute.pack(minute.time_max() + 1, 0), t0, lead), 0u);
+    EXPECT_EQ(coord::bound_target(minute, minute.pack(minute.time_max() + 1, 0), t0, lead, 0), 0u);
 
     // Due once less than half a step (256) is left, or below what is needed.
-    EXPECT_FALSE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(100, 344), t0 + 1000, lead));
-    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(100, 345), t0 + 1000, lead));
-    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(101, 0), t0 + 1000, lead));
+    EXPECT_FALSE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(100, 344), t0 + 1000, lead, 0));
+    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(100, 345), t0 + 1000, lead, 0));
+    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 600), minute.pack(101, 0), t0 + 1000, lead, 0));
     // Near the tick's end, until the bound is in the next tick.
-    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 4095), minute.pack(100, 0), t0 + 55000, lead));
-    EXPECT_FALSE(coord::bound_due(minute, minute.pack(101, 511), minute.pack(100, 0), t0 + 55000, lead));
+    EXPECT_TRUE(coord::bound_due(minute, minute.pack(100, 4095), minute.pack(100, 0), t0 + 55000, lead, 0));
+    EXPECT_FALSE(coord::bound_due(minute, minute.pack(101, 511), minute.pack(100, 0), t0 + 55000, lead, 0));
     // A bound at the end of its tick moves on only with the clock.
-    EXPECT_FALSE(coord::bound_due(minute, minute.pack(100, 4095), minute.pack(100, 4000), t0 + 1000, lead));
+    EXPECT_FALSE(coord::bound_due(minute, minute.pack(100, 4095), minute.pack(100, 4000), t0 + 1000, lead, 0));
     // A bound renewed as due covers what was needed, and is not due again.
     for (int64_t now : {t0, t0 + 30000, t0 + 56000, t0 + 59999})
         for (uint64_t need : {minute.pack(100, 0), minute.pack(100, 3000), minute.pack(100, 4095)}) {
-            const uint64_t b = coord::bound_target(minute, need, now, lead);
+            const uint64_t b = coord::bound_target(minute, need, now, lead, 0);
             EXPECT_GE(b, need);
-            EXPECT_FALSE(coord::bound_due(minute, b, need, now, lead)) << now << " " << need;
+            EXPECT_FALSE(coord::bound_due(minute, b, need, now, lead, 0)) << now << " " << need;
         }
+}
+
+// The bound reaches the holder's fence: a layout with 2-second ticks whose
+// fence lies 8 s ahead is covered for every tick before the fence's, and
+// the first eighth of that one, so an etcd pause shorter than the fence
+// stalls nothing (issue 57: 2.9 s stalls over a 5 s pause before).
+TEST(ShardClaim, BoundsReachTheFence)
+{
+    const Layout two = Layout::named("two").epoch(0).unit(2000).time(40).shard(10).sequence(12);
+    const int64_t lead = 10000, t0 = 2000 * 500;
+    // Fence 8 s ahead: tick 504's first 512 sequences.
+    EXPECT_EQ(coord::bound_target(two, 0, t0 + 100, lead, t0 + 8100), two.pack(504, 511));
+    // Not due while the fence stays in the bound's tick; due once it moves on.
+    const uint64_t b = coord::bound_target(two, 0, t0 + 100, lead, t0 + 8100);
+    EXPECT_FALSE(coord::bound_due(two, b, two.pack(500, 10), t0 + 300, lead, t0 + 9900));
+    EXPECT_TRUE(coord::bound_due(two, b, two.pack(500, 10), t0 + 2100, lead, t0 + 10100));
+    // A fence behind the clock (none) adds nothing; the clock's own rules
+    // hold (a tick shorter than half the lead: into the next tick).
+    EXPECT_EQ(coord::bound_target(two, 0, t0 + 100, lead, t0 - 5000), two.pack(501, 511));
+    // A one-minute layout whose fence is within its tick: as before.
+    const Layout minute = Layout::named("m").epoch(0).unit(60000).time(30).shard(10).sequence(12);
+    EXPECT_EQ(coord::bound_target(minute, 0, 60000 * 100 + 1000, lead, 60000 * 100 + 9000), minute.pack(100, 512));
+    // Past the time field: nothing reached.
+    EXPECT_EQ(coord::bound_target(two, 0, t0, lead, int64_t(two.time_max() + 5) * 2000), two.pack(501, 511));
 }
 
 TEST(ShardClaim, ANewHolderStartsAboveEveryPreviousId)

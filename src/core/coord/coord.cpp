@@ -55,9 +55,12 @@ std::string prefix_end(const std::string& prefix)
     return end;
 }
 
-int node_id_of_key(const std::string& prefix, const std::string& key)
+int node_id_of_key(const std::string& prefix, const std::string& key) { return id_of_key(prefix, "/node/", key); }
+int mark_id_of_key(const std::string& prefix, const std::string& key) { return id_of_key(prefix, "/mark/", key); }
+
+int id_of_key(const std::string& prefix, const char* kind, const std::string& key)
 {
-    const std::string head = prefix + "/node/";
+    const std::string head = prefix + kind;
     if (key.compare(0, head.size(), head) != 0)
         return -1;
     int64_t id = 0;
@@ -182,6 +185,52 @@ bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t
              "it lies %lld s ahead of this node's clock, beyond what a holder could have recorded "
              "(shardid.max_clock_lead, the lease and the window's span: %lld s)",
              (long long)(ahead / 1000), (long long)((reach - now_ms) / 1000));
+    *why = buf;
+    return false;
+}
+
+std::string history_key(const std::string& prefix) { return prefix + "/history"; }
+
+std::string history_value(const History& h)
+{
+    char buf[96];
+    snprintf(buf, sizeof buf, "%016llx %lld", (unsigned long long)h.token, (long long)h.settled_ms);
+    return buf;
+}
+
+bool parse_history(const std::string& text, History* out)
+{
+    *out = History{};
+    const size_t sp = text.find(' ');
+    if (sp != 16 || text.find(' ', sp + 1) != std::string::npos)
+        return false;
+    uint64_t t = 0;
+    for (size_t i = 0; i < 16; i++) {
+        const char c = text[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return false;
+        t = t << 4 | uint64_t(d);
+    }
+    int64_t settled = 0;
+    if (t == 0 || !parse_count(text.substr(sp + 1), &settled))
+        return false;
+    out->token = t;
+    out->settled_ms = settled;
+    return true;
+}
+
+bool history_plausible(int64_t settled_ms, int64_t now_ms, int64_t max_lead_ms, std::string* why)
+{
+    const int64_t reach =
+        sat_add(sat_add(now_ms, max_lead_ms > 0 ? max_lead_ms : 0), settle_ms(max_lease_ttl_s * 1000));
+    if (settled_ms <= reach)
+        return true;
+    char buf[224];
+    snprintf(buf, sizeof buf,
+             "it settles %lld s after this node's clock, beyond what a node could have written "
+             "(shardid.max_clock_lead and the longest lease's settling: %lld s)",
+             (long long)((settled_ms - now_ms) / 1000), (long long)((reach - now_ms) / 1000));
     *why = buf;
     return false;
 }

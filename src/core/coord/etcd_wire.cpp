@@ -77,6 +77,55 @@ bool get_b64(const json& j, const char* name, std::string* out)
     return j[name].is_string() && base64_decode(j[name].get<std::string>(), out);
 }
 
+// A uint64 sent as a JSON string of digits (cluster ids use all 64 bits).
+bool get_uint(const json& j, const char* name, uint64_t* out)
+{
+    *out = 0;
+    if (!j.contains(name))
+        return true;
+    const json& v = j[name];
+    if (v.is_number_unsigned()) {
+        *out = v.get<uint64_t>();
+        return true;
+    }
+    if (!v.is_string())
+        return false;
+    const std::string s = v.get<std::string>();
+    if (s.empty() || s.size() > 20)
+        return false;
+    uint64_t r = 0;
+    for (char c : s) {
+        if (c < '0' || c > '9' || r > (UINT64_MAX - uint64_t(c - '0')) / 10)
+            return false;
+        r = r * 10 + uint64_t(c - '0');
+    }
+    *out = r;
+    return true;
+}
+
+// The answer's header (absent: zeros); false when it is there and malformed.
+bool decode_header(const json& j, Header* out)
+{
+    *out = Header{};
+    if (!j.contains("header"))
+        return true;
+    const json& h = j["header"];
+    return h.is_object() && get_uint(h, "cluster_id", &out->cluster_id) && get_int(h, "revision", 0, &out->revision) &&
+           out->revision >= 0;
+}
+
+bool decode_kv(const json& e, KeyValue* kv)
+{
+    int64_t lease = 0;
+    if (!e.is_object() || !get_b64(e, "key", &kv->key) || !get_b64(e, "value", &kv->value) ||
+        !get_int(e, "create_revision", 0, &kv->create_revision) || !get_int(e, "mod_revision", 0, &kv->mod_revision) ||
+        !get_int(e, "version", 0, &kv->version) || !get_int(e, "lease", 0, &lease))
+        return false;
+    if (lease != 0)
+        kv->lease = std::to_string(lease);
+    return true;
+}
+
 bool decode_kvs(const json& j, std::vector<KeyValue>* out)
 {
     if (!j.contains("kvs"))
@@ -85,14 +134,8 @@ bool decode_kvs(const json& j, std::vector<KeyValue>* out)
         return false;
     for (const json& e : j["kvs"]) {
         KeyValue kv;
-        int64_t lease = 0;
-        if (!e.is_object() || !get_b64(e, "key", &kv.key) || !get_b64(e, "value", &kv.value) ||
-            !get_int(e, "create_revision", 0, &kv.create_revision) ||
-            !get_int(e, "mod_revision", 0, &kv.mod_revision) || !get_int(e, "version", 0, &kv.version) ||
-            !get_int(e, "lease", 0, &lease))
+        if (!decode_kv(e, &kv))
             return false;
-        if (lease != 0)
-            kv.lease = std::to_string(lease);
         out->push_back(std::move(kv));
     }
     return true;
@@ -106,7 +149,8 @@ bool decode_grant(const std::string& body, Grant* out, std::string* why)
     if (!parse_object(body, &j, why))
         return false;
     int64_t id = 0;
-    if (!get_int(j, "ID", 0, &id) || id == 0 || !get_int(j, "TTL", 0, &out->ttl_s) || out->ttl_s <= 0) {
+    if (!get_int(j, "ID", 0, &id) || id == 0 || !get_int(j, "TTL", 0, &out->ttl_s) || out->ttl_s <= 0 ||
+        !decode_header(j, &out->header)) {
         *why = "the lease grant answer has no lease ID and TTL: \"" + printable(body) + "\"";
         return false;
     }
@@ -142,7 +186,8 @@ bool decode_txn(const std::string& body, Txn* out, std::string* why)
     json j;
     if (!parse_object(body, &j, why))
         return false;
-    if (!j.contains("header") || (j.contains("succeeded") && !j["succeeded"].is_boolean())) {
+    if (!j.contains("header") || (j.contains("succeeded") && !j["succeeded"].is_boolean()) ||
+        !decode_header(j, &out->header)) {
         *why = "the transaction answer is not etcd's: \"" + printable(body) + "\"";
         return false;
     }
@@ -172,6 +217,76 @@ bool decode_range(const std::string& body, std::vector<KeyValue>* out, std::stri
     if (!j.contains("header") || !decode_kvs(j, out)) {
         *why = "the range answer is not etcd's: \"" + printable(body) + "\"";
         return false;
+    }
+    return true;
+}
+
+bool decode_range_page(const std::string& body, RangePage* out, std::string* why)
+{
+    json j;
+    *out = RangePage{};
+    if (!parse_object(body, &j, why))
+        return false;
+    if (!j.contains("header") || !decode_header(j, &out->header) || !decode_kvs(j, &out->kvs) ||
+        (j.contains("more") && !j["more"].is_boolean())) {
+        *why = "the range answer is not etcd's: \"" + printable(body) + "\"";
+        return false;
+    }
+    out->more = j.value("more", false);
+    return true;
+}
+
+bool decode_watch_message(const std::string& line, WatchMessage* out, std::string* why)
+{
+    *out = WatchMessage{};
+    json j;
+    try {
+        j = json::parse(line);
+    } catch (const std::exception&) {
+        *why = "a watch message is not JSON: \"" + printable(line) + "\"";
+        return false;
+    }
+    if (!j.is_object()) {
+        *why = "a watch message is not a JSON object: \"" + printable(line) + "\"";
+        return false;
+    }
+    // The gateway's error in a stream: {"error": {"grpc_code": .., "message": ..}}.
+    if (j.contains("error")) {
+        const json& e = j["error"];
+        const json m = e.is_object() && e.contains("message") ? e["message"] : json();
+        *why = "etcd refused the watch: " + (m.is_string() ? printable(m.get<std::string>(), 160) : printable(line));
+        return false;
+    }
+    if (!j.contains("result") || !j["result"].is_object()) {
+        *why = "a watch message has no result: \"" + printable(line) + "\"";
+        return false;
+    }
+    const json& r = j["result"];
+    if (!decode_header(r, &out->header) || (r.contains("created") && !r["created"].is_boolean()) ||
+        (r.contains("canceled") && !r["canceled"].is_boolean()) ||
+        !get_int(r, "compact_revision", 0, &out->compact_revision) || out->compact_revision < 0 ||
+        (r.contains("events") && !r["events"].is_array())) {
+        *why = "a watch message is not etcd's: \"" + printable(line) + "\"";
+        return false;
+    }
+    out->created = r.value("created", false);
+    out->canceled = r.value("canceled", false);
+    if (r.contains("events")) {
+        for (const json& e : r["events"]) {
+            WatchEvent ev;
+            if (!e.is_object() || !e.contains("kv") || !decode_kv(e["kv"], &ev.kv) || ev.kv.key.empty() ||
+                ev.kv.mod_revision <= 0 || (e.contains("type") && !e["type"].is_string())) {
+                *why = "a watch event is not etcd's: \"" + printable(line) + "\"";
+                return false;
+            }
+            const std::string type = e.value("type", std::string("PUT"));
+            if (type != "PUT" && type != "DELETE") {
+                *why = "a watch event has the type \"" + printable(type) + "\"";
+                return false;
+            }
+            ev.deleted = type == "DELETE";
+            out->events.push_back(std::move(ev));
+        }
     }
     return true;
 }
@@ -232,7 +347,10 @@ std::string encode_txn(const std::vector<Compare>& compare, const std::vector<Op
                     p["lease"] = op.lease;
                 a.push_back({{"request_put", p}});
             } else {
-                a.push_back({{"request_range", {{"key", base64_encode(op.key)}}}});
+                json r = {{"key", base64_encode(op.key)}};
+                if (!op.range_end.empty())
+                    r["range_end"] = base64_encode(op.range_end);
+                a.push_back({{"request_range", r}});
             }
         }
         return a;
@@ -240,6 +358,8 @@ std::string encode_txn(const std::vector<Compare>& compare, const std::vector<Op
     json c = json::array();
     for (const Compare& cmp : compare) {
         json e = {{"key", base64_encode(cmp.key)}, {"result", "EQUAL"}};
+        if (!cmp.range_end.empty())
+            e["range_end"] = base64_encode(cmp.range_end);
         switch (cmp.target) {
         case Compare::Target::create:
             e["target"] = "CREATE";
@@ -277,6 +397,27 @@ std::string encode_range(const std::string& key, const std::string& range_end)
     if (!range_end.empty())
         req["range_end"] = base64_encode(range_end);
     return text(req);
+}
+
+std::string encode_range_page(const std::string& key, const std::string& range_end, int64_t limit, int64_t revision,
+                              bool keys_only)
+{
+    json req = {{"key", base64_encode(key)}, {"range_end", base64_encode(range_end)}};
+    if (limit > 0)
+        req["limit"] = std::to_string(limit);
+    if (revision > 0)
+        req["revision"] = std::to_string(revision);
+    if (keys_only)
+        req["keys_only"] = true;
+    return text(req);
+}
+
+std::string encode_watch(const std::string& key, const std::string& range_end, int64_t start_revision)
+{
+    return text(json{{"create_request",
+                      {{"key", base64_encode(key)},
+                       {"range_end", base64_encode(range_end)},
+                       {"start_revision", std::to_string(start_revision)}}}});
 }
 
 std::string encode_authenticate(const std::string& user, const std::string& password)

@@ -133,7 +133,22 @@ uint64_t bound_step(const Shape& shape) { return std::max<uint64_t>(1, (shape.se
 
 }  // namespace
 
-uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t lead_ms)
+namespace {
+
+// The least bound that reaches the fence's tick (0: none, the fence lies
+// before the epoch or beyond the time field).
+uint64_t reach_bound(const Shape& shape, int64_t reach_ms)
+{
+    const int64_t tick = shape.tick_of(reach_ms);
+    if (tick < 0 || uint64_t(tick) > shape.time_max())
+        return 0;
+    return shape.pack(uint64_t(tick),
+                      std::min(shape.sequence_max(), uint64_t(shape.sequence_first) + bound_step(shape) - 1));
+}
+
+}  // namespace
+
+uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t lead_ms, int64_t reach_ms)
 {
     const int64_t wall = shape.tick_of(now_ms);
     if (wall >= 0 && uint64_t(wall) <= shape.time_max())
@@ -142,18 +157,19 @@ uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t
     if (tick > shape.time_max())
         return 0;
     const uint64_t step = bound_step(shape), seq = shape.packed_sequence(need);
+    uint64_t bound = shape.pack(tick, std::min(shape.sequence_max(), seq + step));
     // The rest of the tick, when the clock is within half the lead of its
     // end (IDs of the next tick lead the clock by less than the lead).
     const int64_t end_ms = shape.ms_of_tick(int64_t(tick) + 1);
     if (wall >= 0 && uint64_t(wall) == tick && end_ms - now_ms <= std::max<int64_t>(lead_ms, 0) / 2 &&
         tick < shape.time_max())
-        return shape.pack(tick + 1, std::min(shape.sequence_max(), uint64_t(shape.sequence_first) + step - 1));
-    return shape.pack(tick, std::min(shape.sequence_max(), seq + step));
+        bound = shape.pack(tick + 1, std::min(shape.sequence_max(), uint64_t(shape.sequence_first) + step - 1));
+    return std::max(bound, reach_bound(shape, reach_ms));
 }
 
-bool bound_due(const Shape& shape, uint64_t bound, uint64_t need, int64_t now_ms, int64_t lead_ms)
+bool bound_due(const Shape& shape, uint64_t bound, uint64_t need, int64_t now_ms, int64_t lead_ms, int64_t reach_ms)
 {
-    if (bound < need)
+    if (bound < need || bound < reach_bound(shape, reach_ms))
         return true;
     // Less than half a step left, unless the bound ends its tick already.
     if (bound - need < bound_step(shape) / 2 && shape.packed_sequence(bound) != shape.sequence_max())

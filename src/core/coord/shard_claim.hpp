@@ -80,12 +80,20 @@ bool keeps_bound(const Shape& shape);
 // last word, or what a generator waits for), is covered at the wall clock
 // now_ms: an eighth of a tick's sequences above it, never past the end of
 // its tick; within lead_ms / 2 of the tick's end, into the next tick (its
-// IDs then begin at once). 0 when the tick of `need` is beyond the time field.
-uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t lead_ms);
+// IDs then begin at once). It also reaches the holder's fence (reach_ms,
+// as a wall time: while the lease may be the holder's, it issues without
+// etcd): every tick before the fence's whole, and the first eighth of the
+// fence's tick, so an etcd outage shorter than the fence stalls no layout
+// (a 2-second tick's layout crossed its bound within a 5 s pause before).
+// A holder that stopped without releasing is followed above it, and the
+// next holder claims only once the lease expired, past the fence: its IDs
+// begin at once. 0 when the tick of `need` is beyond the time field.
+uint64_t bound_target(const Shape& shape, uint64_t need, int64_t now_ms, int64_t lead_ms, int64_t reach_ms);
 // Whether a recorded bound must move now: it is below `need`, or less than
 // half its step (a sixteenth of a tick's sequences) above it, or the tick
-// nears its end and the bound is not yet in the next tick.
-bool bound_due(const Shape& shape, uint64_t bound, uint64_t need, int64_t now_ms, int64_t lead_ms);
+// nears its end and the bound is not yet in the next tick, or the fence
+// (reach_ms) moved into a tick the bound does not reach.
+bool bound_due(const Shape& shape, uint64_t bound, uint64_t need, int64_t now_ms, int64_t lead_ms, int64_t reach_ms);
 
 // The floor a new holder starts above: a released mark's own tick; a held
 // one's floor or, above it, the node mark of its holder (node_mark_ms; -1:

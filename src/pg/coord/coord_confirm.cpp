@@ -1,6 +1,7 @@
 // The coordinator keeps what it holds confirmed (src/pg/coord/coord_values.cpp
-// claims and releases): with every renewal of the lease, the shard keys
-// under it are read back; a coarse layout's bound moves ahead of its IDs.
+// claims and releases): with every renewal of the lease, the shard keys it
+// holds are re-checked (the rules: src/core/coord/recheck.hpp); a coarse
+// layout's bound moves ahead of its IDs.
 #include <algorithm>
 #include <string>
 
@@ -13,60 +14,165 @@
 
 namespace shardid::pg {
 
-// With every renewal of the lease, one request (LeaseTimeToLive with its
-// keys) for both directions:
-// - the shard keys this node holds must still be attached to its lease. A
-//   key deleted or rewritten by hand is no longer this node's claim: its
-//   value stops at once (no ID with it from here on; its generators wait,
-//   and the coordinator claims it again if nobody else has). Another node
-//   that claims the value meanwhile waits for this node's window as
-//   recorded when it read the claim, at least a lease TTL past that read;
-//   this node renews, and so notices, every fifth of one
-//   (coord::keepalive_every_ms()).
-// - a shard key attached to the lease whose value this node no longer
-//   wants (given up at a fence, forgotten after an etcd outage that the
-//   lease outlived) is deleted: no other node waits for a value nobody
-//   uses. Its mark stays unreleased, so the next holder still waits for
-//   this node's window.
-void Holder::confirm_values()
+namespace {
+
+// Keys of one page of a listing that replaces a watch whose history etcd
+// compacted: small pages, each well under any answer's limit.
+constexpr int64_t listing_page = 1000;
+
+}  // namespace
+
+// Values are issued only until the fence of the last renewal a check
+// confirmed (or of the grant: a new lease holds nothing yet). A holder
+// whose key was deleted after that check so stops at that fence at the
+// latest, which a node claiming the value meanwhile waits out
+// (coord::takeover_wait_ms()), and which lies below the window it recorded
+// after that renewal (its claim starts above that window).
+void Holder::confirmed_until(int64_t fence_ms)
 {
-    ShardClaims* t = shard_claims();
-    if (t == nullptr)
-        return;
-    std::vector<std::string> keys;
-    bool alive = false;
-    std::string why;
-    if (!client_.lease_keys(lease_, &keys, &alive, &why)) {
-        failed("could not read the keys of lease " + lease_, why);
-        return;
+    values_until_ms_ = fence_ms;
+    coord_shared().values_until_ms.store(fence_ms, std::memory_order_release);
+    ConditionVariableBroadcast(&coord_shared().changed);
+}
+
+// The check itself: this node's ping, then the watch from the last
+// revision checked up to it (or a listing, when etcd compacted that
+// history). False (why) when it could not be made: nothing is confirmed.
+bool Holder::recheck(std::string* why)
+{
+    etcd::Txn ping;
+    const std::string pkey = coord::ping_key(prefix_, lease_);
+    if (!client_.txn(etcd::encode_txn({}, {{true, pkey, std::to_string(fence_clock_ms()), lease_}}, {}), &ping, why)) {
+        *why = "could not write \"" + pkey + "\": " + *why;
+        return false;
     }
     answered();
-    if (!alive)
-        return;  // the next renewal finds the lease gone and stops everything
-    std::sort(keys.begin(), keys.end());
-    std::vector<std::string> wanted;  // the shard keys this node holds or claims
-    for (int i = 0; i < t->size; i++) {
+    if (!held_keys_.begin(ping.header.cluster_id, ping.header.revision, why))
+        return false;
+    std::vector<int> lost;
+    bool compacted = false;
+    const etcd::Client::WatchSink sink = [&](const etcd::WatchMessage& m, std::string* w) {
+        switch (held_keys_.feed(m, &lost, w)) {
+        case coord::HeldKeys::Step::more: return etcd::Client::WatchStep::more;
+        case coord::HeldKeys::Step::done: return etcd::Client::WatchStep::done;
+        case coord::HeldKeys::Step::compacted: compacted = true; return etcd::Client::WatchStep::done;
+        default: return etcd::Client::WatchStep::failed;
+        }
+    };
+    const bool watched = client_.watch(
+        etcd::encode_watch(coord::watched_key(prefix_), coord::watched_end(prefix_), held_keys_.checked() + 1), sink,
+        why);
+    if (!watched) {
+        *why = "could not watch \"" + coord::watched_key(prefix_) + "\" from revision " +
+               std::to_string(held_keys_.checked() + 1) + ": " + *why;
+        // What came before the failure is judged already: stop it too.
+    } else if (compacted) {
+        // etcd no longer has the changes since the last check: list every
+        // key of the range, in pages at one revision, and compare.
+        std::vector<etcd::KeyValue> mine;
+        std::string from = coord::watched_key(prefix_);
+        int64_t at = 0;
+        for (;;) {
+            etcd::RangePage page;
+            if (!client_.range_page(etcd::encode_range_page(from, coord::watched_end(prefix_), listing_page, at, true),
+                                    &page, why)) {
+                *why =
+                    "could not list \"" + coord::watched_key(prefix_) + "\" after etcd compacted its history: " + *why;
+                return false;
+            }
+            answered();
+            if (at == 0)
+                at = page.header.revision;
+            for (etcd::KeyValue& kv : page.kvs)
+                if (kv.lease == lease_)
+                    mine.push_back(std::move(kv));
+            if (!page.more || page.kvs.empty())
+                break;
+            from = page.kvs.back().key + std::string(1, '\0');
+        }
+        if (at < held_keys_.checked()) {
+            *why = "etcd listed \"" + coord::watched_key(prefix_) + "\" at revision " + std::to_string(at) +
+                   ", before revision " + std::to_string(held_keys_.checked()) + " checked already";
+            return false;
+        }
+        held_keys_.full(mine, lease_, at, &lost);
+        ereport(LOG, (errmsg("shardid coordinator: etcd compacted its history past revision %lld: the %zu shard "
+                             "keys held were checked by a listing of \"%s\" at revision %lld instead",
+                             (long long)(held_keys_.checked() + 1), held_keys_.size() + lost.size(),
+                             coord::watched_key(prefix_).c_str(), (long long)at)));
+    } else {
+        answered();
+    }
+    ShardClaims* t = shard_claims();
+    for (int i : lost) {
         ShardClaim& e = t->entries[i];
-        const uint64_t key = e.key.load(std::memory_order_acquire);
-        const auto state = ClaimState(e.state.load(std::memory_order_acquire));
-        if (key == 0 || state == ClaimState::free || state == ClaimState::busy || state == ClaimState::refused ||
-            state == ClaimState::ahead)
+        const uint64_t key = e.key.load();
+        const auto state = ClaimState(e.state.load());
+        if (key == 0 || state == ClaimState::free || state == ClaimState::releasing)
             continue;
         const Slot& slot = shared->slots[claim_slot(key)];
         const std::string ckey = coord::shard_key(prefix_, coord::space_name(slot.shape), claim_value(key));
-        wanted.push_back(ckey);
-        if (state == ClaimState::wanted || state == ClaimState::releasing ||
-            std::binary_search(keys.begin(), keys.end(), ckey))
-            continue;
         stop_value(i, "the key \"" + ckey + "\" is no longer held by lease " + lease_ +
-                          " (deleted or rewritten by hand): IDs with " + describe(slot, claim_value(key)) + " stopped");
+                          " (deleted or rewritten by hand, or with the prefix): IDs with " +
+                          describe(slot, claim_value(key)) + " stopped");
     }
-    std::sort(wanted.begin(), wanted.end());
-    const std::string shards = prefix_ + "/shard/";
-    for (const std::string& k : keys) {
-        if (k.compare(0, shards.size(), shards) != 0 || std::binary_search(wanted.begin(), wanted.end(), k))
-            continue;
+    return watched;
+}
+
+// With every renewal of the lease: the shard keys held are re-checked
+// (recheck()). A key deleted or rewritten after this node wrote it stops
+// its value at once (its generators wait, and the coordinator claims it
+// again if nobody else has); a check that cannot be made (etcd slow or
+// gone, an answer that is not etcd's, a message too long) confirms
+// nothing, so every value stops at the fence of the last renewal a check
+// confirmed: shardid_coordination() shows `expiring`, then `unconfirmed`,
+// and last_error says why, before generators fail; never a log line while
+// IDs go on. Then the keys this node no longer uses are deleted, and values
+// other nodes want back as their own ids are given back.
+void Holder::confirm_values()
+{
+    if (shard_claims() == nullptr)
+        return;
+    std::string why;
+    if (!recheck(&why)) {
+        CoordShared& c = coord_shared();
+        SpinLockAcquire(&c.mutex);
+        c.rechecks_failed++;
+        SpinLockRelease(&c.mutex);
+        error(Condition::unconfirmed, "the shard values this node holds could not be re-confirmed (" + why +
+                                          "): they stop at the fence of the last renewal confirmed");
+        return;
+    }
+    ended(Condition::unconfirmed);
+    confirmed_until(renewal_fence_ms_);
+    forget_unused_keys();
+    give_way();
+}
+
+// A shard key under the lease whose value this node no longer uses (given
+// up at a fence, then forgotten after an etcd outage the lease outlived)
+// is deleted: no other node waits for a value nobody uses. Its mark stays
+// unreleased, so the next holder still waits for this node's window.
+void Holder::forget_unused_keys()
+{
+    ShardClaims* t = shard_claims();
+    std::vector<std::string> unused;
+    for (const auto& [k, held] : held_keys_.keys()) {
+        const ShardClaim& e = t->entries[held.first];
+        const uint64_t key = e.key.load(std::memory_order_acquire);
+        const auto state = ClaimState(e.state.load(std::memory_order_acquire));
+        bool used = key != 0 && state != ClaimState::free && state != ClaimState::busy &&
+                    state != ClaimState::refused && state != ClaimState::ahead;
+        if (used) {
+            const Slot& slot = shared->slots[claim_slot(key)];
+            used = coord::shard_key(prefix_, coord::space_name(slot.shape), claim_value(key)) == k;
+        }
+        if (!used)
+            unused.push_back(k);
+    }
+    for (const std::string& k : unused) {
         etcd::Txn d;
+        std::string why;
         if (!client_.txn(
                 etcd::encode_txn({{etcd::Compare::Target::lease, k, 0, lease_}}, {{false, k, "", "", true}}, {}), &d,
                 &why)) {
@@ -74,18 +180,19 @@ void Holder::confirm_values()
             return;
         }
         answered();
+        held_keys_.erase(k);
         if (d.succeeded)
             ereport(LOG, (errmsg("shardid coordinator: deleted \"%s\": a claim of lease %s whose value this node no "
                                  "longer uses",
                                  k.c_str(), lease_.c_str())));
     }
-    give_way();
 }
 
 // A value held as an explicit shard that another node wants back as its
 // own id (its shardwant/ key: it claimed that node id meanwhile, and its
 // defaults need the value) is given back. One read of those keys per
-// renewal, only while explicit values are held.
+// renewal, only while explicit values are held: what it returns grows with
+// the values wanted back, not with those held.
 void Holder::give_way()
 {
     ShardClaims* t = shard_claims();
@@ -103,22 +210,19 @@ void Holder::give_way()
         return;
     }
     answered();
-    std::vector<std::string> wanted;
-    for (const etcd::KeyValue& kv : kvs)
-        if (kv.lease != lease_)
-            wanted.push_back(kv.key);
-    if (wanted.empty())
-        return;
-    std::sort(wanted.begin(), wanted.end());
-    for (int i = 0; i < t->size; i++) {
+    for (const etcd::KeyValue& kv : kvs) {
+        if (kv.lease == lease_)
+            continue;
+        // shardwant/S/V names the claim shard/S/V.
+        const std::string ckey = prefix_ + "/shard/" + kv.key.substr(std::min(kv.key.size(), prefix_.size() + 11));
+        const int i = held_keys_.index_of(ckey);
+        if (i < 0)
+            continue;
         ShardClaim& e = t->entries[i];
         const uint64_t key = e.key.load();
         if (key == 0 || e.state.load() != int(ClaimState::held) || e.own_id.load())
             continue;
         const Slot& slot = shared->slots[claim_slot(key)];
-        const std::string wkey = coord::shard_want_key(prefix_, coord::space_name(slot.shape), claim_value(key));
-        if (!std::binary_search(wanted.begin(), wanted.end(), wkey))
-            continue;
         ereport(LOG, (errmsg("shardid coordinator: giving %s back: the node holding node id %lld wants it as its "
                              "own value",
                              describe(slot, claim_value(key)).c_str(), (long long)claim_value(key))));
@@ -134,50 +238,112 @@ void Holder::stop_value(int i, const std::string& note)
     e.state.store(int(ClaimState::wanted), std::memory_order_seq_cst);
     e.generation.fetch_add(1, std::memory_order_seq_cst);
     set_note(e, note);
+    const uint64_t key = e.key.load();
+    if (key != 0) {
+        const Slot& slot = shared->slots[claim_slot(key)];
+        held_keys_.erase(coord::shard_key(prefix_, coord::space_name(slot.shape), claim_value(key)));
+    }
     error(Condition::corrupt_key, note);
     ereport(WARNING, (errmsg("shardid coordinator: %s", note.c_str())));
 }
 
-// A coarse layout's bound (coord::keeps_bound()) moves ahead of the words
-// its generators reach, before they reach it (coord::bound_due()), only
-// under this node's claim: a key no longer this lease's stops the value.
-void Holder::move_bound(int i)
+// Coarse layouts' bounds (coord::keeps_bound()) move ahead of the words
+// their generators reach, before they reach them, and as far as the fence
+// (coord::bound_due()), only under this node's claim: a key no longer this
+// lease's stops the value. One transaction for up to batch_max_ values.
+void Holder::move_bounds(std::vector<int>& due)
 {
-    ShardClaim& e = shard_claims()->entries[i];
+    ShardClaims* t = shard_claims();
+    const int64_t now = wall_clock().now_ms(), reach = now + std::max<int64_t>(fence_ms_ - fence_clock_ms(), 0);
+    struct Move {
+        int i;
+        uint64_t next;
+        std::string ckey;
+    };
+    std::vector<Move> moves;
+    std::vector<etcd::Compare> compare;
+    std::vector<etcd::Op> puts;
+    // One transaction; `succeeded` false when one key of it is no longer
+    // this lease's. False when etcd did not answer (reported).
+    const auto txn = [&](const std::vector<etcd::Compare>& cmp, const std::vector<etcd::Op>& ops, bool* succeeded) {
+        etcd::Txn r;
+        std::string why;
+        if (!client_.txn(etcd::encode_txn(cmp, ops, {}), &r, &why)) {
+            failed("could not move the bounds of " + std::to_string(ops.size()) + " shard values", why);
+            return false;
+        }
+        answered();
+        *succeeded = r.succeeded;
+        return true;
+    };
+    const auto moved = [&](const Move& m, bool succeeded) {
+        if (succeeded) {
+            t->entries[m.i].bound.store(m.next, std::memory_order_seq_cst);
+            return;
+        }
+        const ShardClaim& e = t->entries[m.i];
+        const Slot& slot = shared->slots[claim_slot(e.key.load())];
+        stop_value(m.i, "the key \"" + m.ckey + "\" is no longer held by lease " + lease_ +
+                            " (deleted or rewritten by hand): IDs with " + describe(slot, claim_value(e.key.load())) +
+                            " stopped");
+    };
+    const auto send = [&]() -> bool {
+        if (moves.empty())
+            return true;
+        bool ok = false;
+        if (!txn(compare, puts, &ok))
+            return false;
+        if (ok || moves.size() == 1) {
+            for (const Move& m : moves)
+                moved(m, ok);
+        } else {
+            // One of them is no longer this lease's: each alone, to find it.
+            for (size_t k = 0; k < moves.size(); k++) {
+                bool one = false;
+                if (!txn({compare[k]}, {puts[k]}, &one))
+                    return false;
+                moved(moves[k], one);
+            }
+        }
+        ConditionVariableBroadcast(&coord_shared().changed);
+        moves.clear(), compare.clear(), puts.clear();
+        return true;
+    };
+    for (int i : due) {
+        ShardClaim& e = t->entries[i];
+        const uint64_t key = e.key.load();
+        if (key == 0 || e.state.load() != int(ClaimState::held))
+            continue;
+        const Slot& slot = shared->slots[claim_slot(key)];
+        const uint64_t bound = e.bound.load();
+        const uint64_t need = std::max(e.bound_need.load(), slot.state.last.load(std::memory_order_seq_cst));
+        if (bound == UINT64_MAX || !coord::bound_due(slot.shape, bound, need, now, max_clock_lead_ms, reach))
+            continue;
+        const uint64_t next = coord::bound_target(slot.shape, need, now, max_clock_lead_ms, reach);
+        if (next <= bound)
+            continue;
+        const std::string ckey = coord::shard_key(prefix_, coord::space_name(slot.shape), claim_value(key));
+        moves.push_back({i, next, ckey});
+        compare.push_back({etcd::Compare::Target::lease, ckey, 0, lease_});
+        puts.push_back(puts_for(i, next));
+        if (moves.size() >= batch_max_ && !send())
+            return;
+    }
+    send();
+}
+
+// The put of value i's mark with a new bound.
+etcd::Op Holder::puts_for(int i, uint64_t next)
+{
+    const ShardClaim& e = shard_claims()->entries[i];
     const uint64_t key = e.key.load();
     const Slot& slot = shared->slots[claim_slot(key)];
-    const uint64_t bound = e.bound.load();
-    const uint64_t need = std::max(e.bound_need.load(), slot.state.last.load(std::memory_order_seq_cst));
-    const int64_t now = wall_clock().now_ms();
-    if (!coord::bound_due(slot.shape, bound, need, now, max_clock_lead_ms))
-        return;
-    const uint64_t next = coord::bound_target(slot.shape, need, now, max_clock_lead_ms);
-    if (next <= bound)
-        return;
     const Layout layout = slot.shape.layout(slot.name);
-    const int64_t value = claim_value(key);
-    const std::string space = coord::space_name(slot.shape);
-    const std::string ckey = coord::shard_key(prefix_, space, value),
-                      mkey = coord::shard_mark_key(prefix_, space, value);
     const int64_t floor =
         std::max({e.floor_ms.load(), slot_last_ms(slot), layout.ms_of_tick(int64_t(layout.packed_tick(next)))});
     const coord::ShardMark mark{floor, claim_token_, claimed_, false, e.raised.load(), next};
-    std::string why;
-    etcd::Txn t;
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, ckey, 0, lease_}},
-                                      {{true, mkey, coord::shard_mark_value(mark), ""}}, {}),
-                     &t, &why)) {
-        failed("could not move the bound of " + describe(slot, value), why);
-        return;
-    }
-    answered();
-    if (!t.succeeded) {
-        stop_value(i, "the key \"" + ckey + "\" is no longer held by lease " + lease_ +
-                          " (deleted or rewritten by hand): IDs with " + describe(slot, value) + " stopped");
-        return;
-    }
-    e.bound.store(next, std::memory_order_seq_cst);
-    ConditionVariableBroadcast(&coord_shared().changed);
+    return {true, coord::shard_mark_key(prefix_, coord::space_name(slot.shape), claim_value(key)),
+            coord::shard_mark_value(mark), ""};
 }
 
 }  // namespace shardid::pg

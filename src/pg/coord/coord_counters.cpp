@@ -52,13 +52,18 @@ static bool read_counter(etcd::Client& client, const std::string& key, CounterKe
 
 // A counter's value put by a transaction, with the raised floor when the
 // value needs it to be explained (coord::counter_next()), guarded by both
-// keys' revisions.
-static std::string counter_txn(const std::string& key, const CounterKey& k, int64_t value, int64_t raised)
+// keys' revisions and, for a value taken, etcd's history (a counter etcd
+// forgot is taken from only once every node had the time to raise it:
+// coord::History).
+static std::string counter_txn(const std::string& key, const CounterKey& k, int64_t value, int64_t raised,
+                               const std::string& history_key = "", int64_t history_revision = 0)
 {
     using T = etcd::Compare::Target;
     const std::string raised_key = coord::counter_raised_key(key);
     std::vector<etcd::Compare> cmp = {{k.revision == 0 ? T::create : T::mod, key, k.revision, ""},
                                       {k.raised_revision == 0 ? T::create : T::mod, raised_key, k.raised_revision, ""}};
+    if (!history_key.empty())
+        cmp.push_back({T::mod, history_key, history_revision, ""});
     std::vector<etcd::Op> put = {{true, key, std::to_string(value), ""}};
     if (raised > k.raised)
         put.push_back({true, raised_key, std::to_string(raised), ""});
@@ -136,6 +141,11 @@ static std::string counter_refused(const std::string& key, const std::string& wh
 void Holder::serve_counters()
 {
     serve_call_key();
+    // Only under a history this node read, once it settled: after etcd
+    // lost its data, every node that took values has raised the counters
+    // to its floors by then.
+    if (history_revision_ == 0 || settle_wait_ms() > 0)
+        return;
     CoordShared& c = coord_shared();
     for (int k = 0; k < node_state_field_count; k++) {
         if (node_state_fields[k].kind != NodeStateFieldKind::counter_floor)
@@ -162,12 +172,16 @@ void Holder::serve_counters()
         ended(Condition::corrupt_key);
         if (next <= max) {
             etcd::Txn t;
-            if (!client_.txn(counter_txn(key, ck, next, std::max(ck.raised, floor)), &t, &why)) {
+            if (!client_.txn(counter_txn(key, ck, next, std::max(ck.raised, floor), coord::history_key(prefix_),
+                                         history_revision_),
+                             &t, &why)) {
                 failed("could not take a value from \"" + key + "\"", why);
                 continue;
             }
-            if (!t.succeeded)
-                continue;  // another node took one meanwhile: again, next round
+            if (!t.succeeded) {
+                history_revision_ = 0;  // the history may have moved: read it again (claim())
+                continue;               // or another node took one meanwhile: again, next round
+            }
         }
         // None left (next > max): nothing is written, and the backend says so.
         c.counter_ready[k].store(next);

@@ -73,7 +73,8 @@ void Holder::lose_claim(const std::string& why)
     }
     held_ = claimed_ = -1;
     counters_raised_ = false;
-    taking_over_ = false;
+    taking_over_ = settling_ = false;
+    history_revision_ = 0;  // read again before the next claim: etcd may have lost it
     lose_values();
 }
 
@@ -101,6 +102,11 @@ bool Holder::keep_lease()
         lease_ttl_ms_ = ttl_s * 1000;
         fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
         last_sent_ms_ = sent;
+        // Nothing is held under a new lease yet: its keys are all written
+        // after the grant, and re-checked from its revision on.
+        held_keys_.reset(g.header.cluster_id, g.header.revision);
+        renewal_fence_ms_ = fence_ms_;
+        confirmed_until(fence_ms_);
         publish_lease();
         return true;
     }
@@ -123,6 +129,7 @@ bool Holder::keep_lease()
             last_sent_ms_ = sent;
             publish_lease();
             renewed_ = true;
+            renewal_fence_ms_ = fence_ms_;  // what the check after it confirms values up to
         }
     }
     if (fence_clock_ms() >= fence_ms_) {
@@ -143,13 +150,35 @@ bool Holder::take_id(int id)
     const coord::HolderRecord me = this_node();
     const std::string key = coord::node_key(prefix_, id);
     etcd::Txn t;
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
-                                      {{true, key, coord::holder_value(me), lease_}}, {{false, key, "", ""}}),
-                     &t, &why)) {
+    // ... under the history read before it (a claim never spans a loss of
+    // etcd's data: coord::History).
+    if (!client_.txn(
+            etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""},
+                              {etcd::Compare::Target::mod, coord::history_key(prefix_), history_revision_, ""}},
+                             {{true, key, coord::holder_value(me), lease_}},
+                             {{false, key, "", ""}, {false, coord::history_key(prefix_), "", ""}}),
+            &t, &why)) {
         failed("could not claim node id " + std::to_string(id), why);
         return false;
     }
     answered();
+    // The failure branch reads the node key and the history: the history
+    // moved (or went) since it was read: read it again, then claim.
+    etcd::KeyValue node;
+    bool has_node = false, history_same = false;
+    for (const etcd::KeyValue& kv : t.kvs) {
+        if (kv.key == key)
+            node = kv, has_node = true;
+        else
+            history_same = kv.mod_revision == history_revision_;
+    }
+    if (!t.succeeded && !history_same) {
+        history_revision_ = 0;
+        return false;
+    }
+    t.kvs.clear();
+    if (has_node)
+        t.kvs.push_back(node);
     if (t.succeeded || (t.kvs.size() == 1 && t.kvs[0].lease == lease_)) {
         claimed_at_ms_ = fence_clock_ms();
         publish_after_ms_ = 0;
@@ -184,6 +213,8 @@ bool Holder::take_id(int id)
 void Holder::claim()
 {
     std::string why;
+    if (claimed_ < 0 && !ensure_history())
+        return;
     if (claimed_ < 0) {
         int id = want_id_;
         if (id < 0) {
@@ -239,9 +270,15 @@ void Holder::claim()
         // be issuing until its fence, however early etcd removed its key.
         // No ID before then (coord::takeover_wait_ms()).
         if (fence_clock_ms() < publish_after_ms_) {
-            ereport(LOG, (errmsg("shardid coordinator: node id %d was not released cleanly by its previous holder: "
-                                 "waiting %.1f s for its fence before the first ID",
-                                 claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
+            if (settling_)
+                ereport(LOG, (errmsg("shardid coordinator: node id %d has no mark under a new history of etcd's data: "
+                                     "waiting %.1f s, until every node that may still issue under what etcd forgot "
+                                     "has stopped, before the first ID",
+                                     claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
+            else
+                ereport(LOG, (errmsg("shardid coordinator: node id %d was not released cleanly by its previous "
+                                     "holder: waiting %.1f s for its fence before the first ID",
+                                     claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
             taking_over_ = true;
             return;
         }
@@ -257,7 +294,7 @@ void Holder::claim()
             return;
         recorded_ms_ = end;
         seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
-        taking_over_ = false;
+        taking_over_ = settling_ = false;
     }
     CoordShared& c = coord_shared();
     c.floor_ms.store(floor_ms_);
@@ -315,6 +352,18 @@ bool Holder::read_mark()
     // A mark lowered by hand, or lost with etcd's data, never lowers what
     // this node has seen (every mark seen was checked as above).
     floor_ms_ = std::max(mark.end_ms, seen_marks_[claimed_]);
+    // No mark: nobody claimed the id under this history. Whoever held it
+    // under what etcd may have forgotten stops by the time the history
+    // settled: the node issues above that moment, not before it
+    // (coord::History).
+    settling_ = false;
+    if (!has && history_.settled_ms > 0) {
+        floor_ms_ = std::max(floor_ms_, history_.settled_ms);
+        if (const int64_t wait = settle_wait_ms(); wait > 0) {
+            publish_after_ms_ = std::max(publish_after_ms_, fence_clock_ms() + wait);
+            settling_ = true;
+        }
+    }
     // Whose mark it is, by its token, never by its value (another holder can
     // write the same value; a window whose answer was lost proves nothing):
     //  - a token of this life's claims that etcd confirmed: every holder
@@ -335,110 +384,31 @@ bool Holder::read_mark()
     return true;
 }
 
-// Records `end` as the window's end of `id` in etcd, only while this
-// node's lease holds the id; false (and the claim given up, when the lease
-// no longer holds it) otherwise.
-bool Holder::record_window(int id, int64_t end, uint64_t token, bool released)
-{
-    const std::string node = coord::node_key(prefix_, id), mark = coord::mark_key(prefix_, id);
-    std::string why;
-    etcd::Txn t;
-    const std::string value = coord::mark_value({end, token, lease_ttl_ms_, released});
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}}, {{true, mark, value, ""}}, {}),
-                     &t, &why)) {
-        failed("could not record the window of node id " + std::to_string(id), why);
-        return false;
-    }
-    answered();
-    if (!t.succeeded) {
-        lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
-        return false;
-    }
-    if (!released && std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) == confirmed_tokens_.end()) {
-        if (confirmed_tokens_.size() >= 64)
-            confirmed_tokens_.erase(confirmed_tokens_.begin());
-        confirmed_tokens_.push_back(token);
-    }
-    return true;
-}
-
-void Holder::renew_window()
-{
-    CoordShared& c = coord_shared();
-    const int64_t need = c.need_ms.load();
-    const int64_t now = wall_clock().now_ms();
-    const int64_t fence_left = fence_ms_ - fence_clock_ms();
-    if (!coord::window_due(now, fence_left, recorded_ms_, need))
-        return;
-    const int64_t end = coord::window_target(now, fence_left, lease_ttl_ms_, need, floor_ms_, recorded_ms_);
-    if (!record_window(held_, end, claim_token_))
-        return;
-    recorded_ms_ = end;
-    seen_marks_[held_] = std::max(seen_marks_[held_], end);
-    c.window_end_ms.store(end, std::memory_order_release);
-    int64_t expected = need;
-    if (need < end)
-        c.need_ms.compare_exchange_strong(expected, -1);
-    ConditionVariableBroadcast(&c.changed);
-}
-
-void Holder::release()
-{
-    CoordShared& c = coord_shared();
-    const bool was_held = held_ >= 0;
-    c.held.store(-1, std::memory_order_release);
-    c.generation.fetch_add(1, std::memory_order_seq_cst);
-    if (lease_.empty())
-        return;
-    // Courtesies, not needed for safety: a shutdown waits for them at most
-    // coord::release_budget_ms, whatever the endpoints do.
-    client_.set_abortable(false);
-    client_.set_budget_ms(coord::release_budget_ms);
-    client_.set_timeout_ms(std::min(coord::release_timeout_ms, client_.timeout_ms()));
-    std::string why;
-    if (was_held) {
-        // A clean stop lowers the mark to what was issued (never below the
-        // mark this claim started above), so the next holder does not lead
-        // its clock by the window, and marks it released with a new token,
-        // which the node state records at the postmaster's clean exit
-        // (src/pg/state/persist.cpp): a restart that finds it in etcd resumes
-        // without raising its layouts (read_mark()). Every ID returned under
-        // the claim is in the slots now: a generation that steps a slot
-        // after this read sees the new generation and returns nothing (the
-        // fences pair with the one in the etcd source's confirm()).
-        std::atomic_thread_fence(std::memory_order_seq_cst);
-        const int64_t issued = std::min(std::max(floor_ms_, highest_issued_tick_ms()), recorded_ms_);
-        const uint64_t token = new_token();
-        if (record_window(claimed_, issued, token, true)) {
-            shared->release_token.store(int64_t(token));
-            ereport(LOG, (errmsg("shardid coordinator: released the mark of node id %d at %lld, the last tick issued",
-                                 claimed_, (long long)issued)));
-        }
-    }
-    // Revoking deletes the node key at once: the id is free for another
-    // node, which starts above the mark this one recorded.
-    if (!client_.revoke(lease_, &why))
-        ereport(LOG, (errmsg("shardid coordinator: could not revoke lease %s: %s", lease_.c_str(), why.c_str())));
-    else if (claimed_ >= 0)
-        ereport(LOG, (errmsg("shardid coordinator: released node id %d", claimed_)));
-}
-
 void Holder::step()
 {
     serve_counters();
     if (!keep_lease())
         return;
+    // etcd's history, known before anything is claimed or taken (a
+    // transaction that compared it and failed reads it again here).
+    if (!ensure_history())
+        return;
     if (held_ < 0)
         claim();
-    if (held_ >= 0) {
+    // Once per claim, the counters in etcd are raised to this node's
+    // floors: at once, before a new history settles (no node takes a
+    // counter value before then: serve_counters()).
+    if (claimed_ >= 0 && !counters_raised_)
+        counters_raised_ = raise_counters();
+    if (held_ >= 0)
         renew_window();
-        if (held_ >= 0 && !counters_raised_)
-            counters_raised_ = raise_counters();
-        if (held_ >= 0 && renewed_)
-            confirm_values();
-        if (held_ >= 0)
-            serve_values();
-    }
+    // After each renewal, what the node holds under the lease is checked
+    // again (whether or not the node id is held just now: values wait for
+    // it, and are issued only while confirmed).
+    if (renewed_ && !lease_.empty())
+        confirm_values();
+    if (held_ >= 0)
+        serve_values();
     renewed_ = false;
 }
 

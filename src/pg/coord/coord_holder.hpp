@@ -5,13 +5,18 @@
 // and the lines it logs). Only the worker process uses it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <cstddef>
 #include <vector>
 #include <string>
+#include <unordered_map>
 
 #include "core/coord/coord.hpp"
+#include "core/coord/recheck.hpp"
+#include "core/coord/shard_claim.hpp"
 #include "etcd/client.hpp"
 #include "pg/base/etcd_settings.hpp"
 #include "pg/state/shmem.hpp"
@@ -21,9 +26,10 @@ namespace shardid::pg {
 
 // The conditions the worker reports, each logged when it starts and ends
 // (coord::Episode).
-enum class Condition { unreachable, unauthorized, refused, corrupt_key, count };
+enum class Condition { unreachable, unauthorized, refused, corrupt_key, unconfirmed, count };
 
 struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord/coord_holder.cpp)
+struct Slot;        // a layout slot (src/pg/state/shared.hpp)
 
 // This node as a holder describes itself in its keys.
 coord::HolderRecord this_node();
@@ -56,15 +62,57 @@ private:
     bool raise_counters();
     void lose_claim(const std::string& why);
     void release();
-    // Shard values (src/pg/coord/coord_values.cpp): claim those generators want,
-    // publish them, give back idle ones and those asked for, and forget
-    // them all when the node id is lost.
+    // Shard values (src/pg/coord/coord_values.cpp): claim those generators want
+    // and those shardid.shards declares, publish them, give back idle ones
+    // and those asked for or no longer declared, and forget them all when
+    // the node id is lost. Claims go in batches (src/pg/coord/coord_claims.cpp).
     void serve_values();
-    void claim_shard(int index);
+    void claim_values(std::vector<int>& batch);
+    // What etcd holds of one value, read for its claim.
+    struct ValueRead {
+        etcd::KeyValue holder, mark, want;
+        bool has_holder = false, has_mark = false, has_want = false;
+    };
+    // A claim decided: what the value continues above once etcd took it.
+    struct Plan {
+        int index = -1;
+        std::string ckey;
+        uint64_t target = 0, bound = 0;
+        int64_t floor = 0, mark_floor = 0, wait = 0;
+    };
+    // What etcd holds of a claim space, read for claims: the claim, mark and
+    // want keys of some values (or of all of them), the space's retired
+    // word, and whether any node asks for a value of the space back.
+    struct SpaceRead {
+        std::unordered_map<std::string, etcd::KeyValue> kvs;
+        etcd::KeyValue retired;
+        bool has_retired = false;
+        bool any_want = false;
+    };
+    bool read_claims(int slot, const std::vector<int>* batch, SpaceRead* out);
+    size_t commit_claims(const std::vector<int>& group, size_t from, const SpaceRead& read);
+    void claimed(const Plan& plan, const Slot& slot, int64_t revision, size_t together);
+    // The last listing of a claim space (thousands of values claimed at
+    // once), with this node's own claims added since; forgotten when a
+    // claim fails, and after a second (claims elsewhere: held values freed).
+    SpaceRead listing_;
+    int listing_slot_ = -1;
+    int64_t listing_at_ms_ = 0;
+    using NodeMarkFn = std::function<bool(int holder, coord::Mark* out, bool* bad)>;
+    bool decide_claim(int index, const ValueRead& read, const etcd::KeyValue* retired, int64_t now_ms, int64_t reach_ms,
+                      const NodeMarkFn& node_mark, Plan* plan);
+    etcd::Op puts_for(int index, uint64_t bound);
     bool release_shard(int index, bool retire = false);
+    void release_batch(const std::vector<int>& batch);
     void lose_values();
+    void declare_values();
+    // What the node holds, re-confirmed with every renewal
+    // (src/pg/coord/coord_confirm.cpp; the rules: src/core/coord/recheck.hpp).
     void confirm_values();
-    void move_bound(int index);
+    bool recheck(std::string* why);
+    void confirmed_until(int64_t fence_ms);
+    void forget_unused_keys();
+    void move_bounds(std::vector<int>& due);
     void give_way();
     void stop_value(int index, const std::string& note);
     struct ValueWork {
@@ -73,6 +121,27 @@ private:
         int64_t publish_after_ms = 0;  // fence clock: taking over, no ID before
     };
     std::vector<ValueWork> values_;
+    coord::HeldKeys held_keys_;           // the shard keys under the lease, as this node wrote them
+    int64_t renewal_fence_ms_ = 0;        // the fence of the renewal the next check confirms values up to
+    int64_t values_until_ms_ = 0;         // fence clock: values confirmed until (published)
+    size_t batch_max_ = 40;               // values given back or bounds moved per transaction
+    size_t max_ops_ = etcd::max_txn_ops;  // operations per transaction (halved while etcd refuses as many)
+    std::vector<int> declared_done_;      // per slot: whether its declared values were asked for
+    std::string declared_text_ = "\x01";  // the shardid.shards they were asked for under
+    std::vector<coord::ShardRange> declared_;
+    bool declared_full_ = false;  // the declared values did not fit the claim table (logged once)
+
+    // etcd's history under the prefix (<prefix>/history; the rules:
+    // src/core/coord/coord.hpp, "history"): read before any claim, made
+    // when missing; a claim of what has no mark waits until it settled.
+    bool ensure_history();
+    void republish();
+    int64_t settle_wait_ms() const;  // until the history settled (0: it has)
+    coord::History history_;
+    int64_t history_revision_ = 0;  // its key's mod revision (0: not known)
+    uint64_t republished_ = 0;      // the history this node republished its words under
+    bool settling_ = false;         // the claim of the node id waits for the history to settle
+    int64_t issuing_until_ms() const { return std::min(fence_ms_, values_until_ms_); }
 
     // Reporting (src/pg/coord/coord_worker.cpp): a failed request or refusal,
     // and the end of a condition; the state shardid_coordination() shows.

@@ -24,7 +24,8 @@ namespace shardid::pg {
 namespace {
 
 const char* const condition_words[] = {"etcd unreachable", "etcd refused this node's credentials",
-                                       "the node id refused", "a key edited by hand"};
+                                       "the node id refused", "a key edited by hand",
+                                       "the shard values held unconfirmed"};
 static_assert(std::size(condition_words) == size_t(Condition::count), "a word for every condition");
 
 }  // namespace
@@ -83,7 +84,7 @@ void Holder::publish_lease()
 
 int64_t Holder::expiring_from_ms(int64_t now) const
 {
-    return std::clamp(coord::renewal_late_from_ms(fence_ms_, lease_ttl_ms_), seen_on_time_ms_, now);
+    return std::clamp(coord::renewal_late_from_ms(issuing_until_ms(), lease_ttl_ms_), seen_on_time_ms_, now);
 }
 
 // A renewal etcd answered after it was due: counted, and an episode of
@@ -113,11 +114,15 @@ void Holder::publish_state()
     if (RecoveryInProgress())
         state = "standby";  // standbys never claim; they claim once promoted
     else if (taking_over_)
-        state = "taking over";
+        state = settling_ ? "settling" : "taking over";
     else if (held_ >= 0)
-        state = coord::renewal_late(fence_ms_ - fence_clock_ms(), lease_ttl_ms_) ? "expiring"
-                : corrupt_                                                       ? "refused"
-                                                                                 : "held";
+        // The lease's fence, or the values' (a renewal whose check could not
+        // be made confirms nothing): late renewals or checks first show as
+        // `expiring`, a fence passed as `unconfirmed`.
+        state = fence_clock_ms() >= values_until_ms_                                        ? "unconfirmed"
+                : coord::renewal_late(issuing_until_ms() - fence_clock_ms(), lease_ttl_ms_) ? "expiring"
+                : corrupt_                                                                  ? "refused"
+                                                                                            : "held";
     else if (episodes_[int(Condition::unauthorized)].active())
         state = "unauthorized";
     else if (waiting_)
@@ -135,6 +140,7 @@ void Holder::publish_state()
     // late), not when the worker looked again.
     const bool not_held = held_ < 0 && !RecoveryInProgress();
     const bool expiring = strcmp(state, "expiring") == 0;
+    const bool unconfirmed = strcmp(state, "unconfirmed") == 0;
     if (seen_held_ms_ == 0)
         seen_held_ms_ = seen_on_time_ms_ = now;  // the worker's start
     SpinLockAcquire(&c.mutex);
@@ -143,6 +149,12 @@ void Holder::publish_state()
     else if (!not_held && c.not_held_since != 0) {
         c.not_held_ms += now - c.not_held_since;
         c.not_held_since = 0;
+    }
+    if (unconfirmed && c.unconfirmed_since == 0) {
+        c.unconfirmed_since = std::clamp(values_until_ms_, seen_held_ms_, now);
+    } else if (!unconfirmed && c.unconfirmed_since != 0) {
+        c.unconfirmed_ms += now - c.unconfirmed_since;
+        c.unconfirmed_since = 0;
     }
     if (expiring && c.expiring_since == 0) {
         c.expiring_since = expiring_from_ms(now);

@@ -1,5 +1,7 @@
 // shardid_coordination(): where the node id comes from and the state of
 // the claim, as the coordinator worker last published it.
+#include <algorithm>
+
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -23,7 +25,7 @@ namespace {
 
 using namespace shardid::pg;
 
-constexpr int columns = 23;
+constexpr int columns = 25;
 
 // refused_waiting, refused_clock_lead, refused_misconfigured: generations
 // refused since the server started, by cause.
@@ -90,6 +92,7 @@ Datum from_setting(FunctionCallInfo fcinfo, bool citus)
     while (row.n < 20)
         row.add_null();  // .. renewals_late: no claim, no etcd
     add_refusals(row);
+    row.add_null().add_null();  // rechecks_failed, unconfirmed_seconds: no values claimed
     return return_row(fcinfo, row);
 }
 
@@ -103,11 +106,13 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     CoordShared& c = coord_shared();
     char state[32], endpoint[256], err[512], lease[24], from[sizeof c.node_id_from];
     int64 ttl, claimed_at, last_ok;
-    uint64 requests, errors, expiring_episodes, renewals_late;
+    uint64 requests, errors, expiring_episodes, renewals_late, rechecks_failed;
     const int64 now_fence = fence_clock_ms();
-    double not_held_s, expiring_s;
+    double not_held_s, expiring_s, unconfirmed_s;
     SpinLockAcquire(&c.mutex);
     not_held_s = seconds(c.not_held_ms, c.not_held_since, now_fence);
+    unconfirmed_s = seconds(c.unconfirmed_ms, c.unconfirmed_since, now_fence);
+    rechecks_failed = c.rechecks_failed;
     expiring_s = seconds(c.expiring_ms, c.expiring_since, now_fence);
     expiring_episodes = c.expiring_episodes;
     renewals_late = c.renewals_late;
@@ -138,7 +143,9 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     text_or_null(row, lease);                                        // lease_id
     lease[0] ? row.add(Int32GetDatum(int32(ttl))) : row.add_null();  // lease_ttl
     if (held >= 0) {
-        row.add(ts(now_wall + (c.fence_ms.load() - fence_clock_ms())));  // issuing_until
+        // issuing_until: the lease's fence, or the fence of the last renewal
+        // whose check confirmed the values held, whichever comes first.
+        row.add(ts(now_wall + (std::min(c.fence_ms.load(), c.values_until_ms.load()) - fence_clock_ms())));
         const int64 floor = c.floor_ms.load();
         floor > 0 ? row.add(ts(floor)) : row.add_null();  // window_start: no mark found, none
         row.add(ts(c.window_end_ms.load()));              // window_end
@@ -156,5 +163,7 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     row.add(Float8GetDatum(expiring_s));                  // expiring_seconds
     row.add(Int64GetDatum(int64(renewals_late)));         // renewals_late
     add_refusals(row);
+    row.add(Int64GetDatum(int64(rechecks_failed)));  // rechecks_failed
+    row.add(Float8GetDatum(unconfirmed_s));          // unconfirmed_seconds
     return return_row(fcinfo, row);
 }

@@ -108,7 +108,11 @@ public:
         if (given && !declared_shard(value, status))
             return false;
         ticket->unit_ms = layout.unit_ms;
-        return hold_claim(slot, layout, value, !given, &ticket->claim, &ticket->claim_generation, status);
+        // A value shardid.shards declares is one of the node's logical
+        // shards: in the pool, in no role's share (every explicit shard is
+        // one when a set is declared: declared_shard() refused the rest).
+        const bool declared = given && shards_setting != nullptr && shards_setting[0] != '\0';
+        return hold_claim(slot, layout, value, !given, declared, &ticket->claim, &ticket->claim_generation, status);
     }
 
     bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
@@ -136,6 +140,17 @@ public:
             *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
                           .with_detail("The lease could not be renewed in time, or the claim changed; no ID was "
                                        "handed out under it.")
+                          .with_hint("%s", see_coordination);
+            return false;
+        }
+        // The shard values this node holds are issued only while a check
+        // after a renewal confirmed them (src/pg/coord/coord_confirm.cpp): one
+        // that cannot be made stops them at that renewal's fence.
+        if (fence_clock_ms() >= c.values_until_ms.load(std::memory_order_acquire)) {
+            *status = Status::fail(Error::not_claimed, "this node could not re-confirm its shard values in etcd")
+                          .with_detail("A node issues IDs only while it has confirmed, after a renewal of its "
+                                       "lease, that it still holds the values of their shard fields; no ID was "
+                                       "handed out.")
                           .with_hint("%s", see_coordination);
             return false;
         }

@@ -105,6 +105,20 @@ FullShare take_share(ShardClaim& e)
     table->roles[new_role].count++;
     e.database_share = int16(new_db);
     e.role_share = int16(new_role);
+    e.pooled = true;
+    table->in_use.fetch_add(1);
+    return FullShare::none;
+}
+
+// Caller holds the mutex. A value shardid.shards declares: room in the
+// pool only (the operator chose the set for the whole node; it bounds what
+// any role can ask for).
+FullShare take_pool(ShardClaim& e)
+{
+    if (table->in_use.load() >= table->capacity)
+        return FullShare::node;
+    e.database_share = e.role_share = -1;
+    e.pooled = true;
     table->in_use.fetch_add(1);
     return FullShare::none;
 }
@@ -240,8 +254,8 @@ void shard_claims_init()
     shmem_startup_hook = startup_hook;
 }
 
-bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, int* index, uint64_t* generation,
-                Status* status)
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared, int* index,
+                uint64_t* generation, Status* status)
 {
     const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
     CachedClaim& cached = cache[mix(key) & (cache_size - 1)];
@@ -290,10 +304,14 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
             // The node's own id is outside the pool: no role or database
             // can take the space it needs.
             e.database_share = e.role_share = -1;
+            e.pooled = false;
             if (!own_id)
-                full = take_share(e);
-            if (full == FullShare::none)
+                full = declared ? take_pool(e) : take_share(e);
+            if (full == FullShare::none) {
+                e.declared.store(declared && !own_id);
+                e.undeclared.store(false);
                 e.state.store(int(ClaimState::wanted), std::memory_order_release);
+            }
         }
         SpinLockRelease(&table->mutex);
         if (full != FullShare::none) {
@@ -386,9 +404,37 @@ void release_shares_locked(ShardClaims* t, ShardClaim* e)
             db = ClaimShare{InvalidOid, 0};
         if (--role.count <= 0)
             role = ClaimShare{InvalidOid, 0};
-        t->in_use.fetch_sub(1);
     }
+    if (e->pooled)
+        t->in_use.fetch_sub(1);
+    e->pooled = false;
     e->database_share = e->role_share = -1;
+}
+
+bool want_declared(int slot, uint64_t value)
+{
+    const uint64_t key = claim_key(slot, value);
+    bool ok = false;
+    SpinLockAcquire(&table->mutex);
+    const int at = probe(key, true);
+    if (at >= 0) {
+        ShardClaim& e = table->entries[at];
+        ok = true;
+        if (e.state.load() == int(ClaimState::free)) {
+            e.own_id.store(false);
+            ok = take_pool(e) == FullShare::none;
+            if (ok) {
+                e.wanted_ms.store(fence_clock_ms(), std::memory_order_relaxed);
+                e.state.store(int(ClaimState::wanted), std::memory_order_release);
+            }
+        }
+        if (ok) {
+            e.declared.store(!e.own_id.load());
+            e.undeclared.store(false);
+        }
+    }
+    SpinLockRelease(&table->mutex);
+    return ok;
 }
 
 void name_claim_holders(Status* status)

@@ -49,6 +49,11 @@ struct ShardClaim {
     std::atomic<int64_t> floor_ms;   // the floor it was claimed above (wall ms)
     std::atomic<int64_t> since_ms;   // wall ms: held since
     std::atomic<bool> own_id;        // the value is this node's id: kept while the node id is
+    // shardid.shards declares it (etcd mode: the node's logical shards):
+    // claimed with the rest of the set and kept while declared; no longer
+    // declared after a reload: given back (the worker's flags).
+    std::atomic<bool> declared;
+    std::atomic<bool> undeclared;
     // Coarse layouts (coord::keeps_bound()): no ID with the value above this
     // word, the bound its mark in etcd records (UINT64_MAX: none kept);
     // stored by the worker once etcd has it. A generator that needs more
@@ -56,8 +61,11 @@ struct ShardClaim {
     std::atomic<uint64_t> bound;
     std::atomic<uint64_t> bound_need;
     std::atomic<uint64_t> raised;  // the word the slot was raised above at the claim (its mark's word)
-    // Under the mutex: the shares it counts against (-1: none, the node's
-    // own id, which is outside the pool); see ShardClaims.
+    // Under the mutex: whether it counts in the pool (not the node's own
+    // id), and the shares it counts against (-1: none: the node's own id,
+    // or a value shardid.shards declares, which the operator chose for the
+    // whole node); see ShardClaims.
+    bool pooled;
     int16 database_share;
     int16 role_share;
     char note[128];  // under the mutex: the holder (busy) or the key that is wrong (refused)
@@ -105,8 +113,14 @@ inline int64_t claim_value(uint64_t key) { return int64_t(key & 0xffffffffu); }
 // *index and *generation; otherwise a failure: Error::not_claimed (the
 // worker was asked for it: wait and ask again), Error::limit_exceeded (the
 // table is full).
-bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, int* index, uint64_t* generation,
-                Status* status);
+// `declared`: an explicit shard shardid.shards declares (in the pool, in
+// no role's or database's share).
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared, int* index,
+                uint64_t* generation, Status* status);
+// The worker: asks for value `value` of slot `slot` as one shardid.shards
+// declares (claimed with the rest of the set, kept while declared); false
+// when the pool has no room for it.
+bool want_declared(int slot, uint64_t value);
 // Before hold_claim(), outside guarded(): whether the caller is a
 // superuser (exempt from the role's share, not the database's).
 void set_claim_caller(bool superuser);

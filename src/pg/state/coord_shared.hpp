@@ -32,6 +32,10 @@ struct CoordShared {
     std::atomic<int64_t> window_end_ms;  // wall ms: IDs only in ticks starting before it
     std::atomic<int64_t> floor_ms;       // the mark found at the claim: IDs above it
     std::atomic<int64_t> need_ms;        // the latest tick a generator found outside the window
+    // fence-clock ms: shard values are issued only before it, the fence of
+    // the last renewal after which the keys held were re-checked
+    // (src/pg/coord/coord_confirm.cpp).
+    std::atomic<int64_t> values_until_ms;
     // Per counter floor of the node state (NodeCounter, by its index in
     // node_state_fields; other entries unused): a value taken from etcd for
     // a backend (-1: none), and whether a backend wants one.
@@ -73,6 +77,11 @@ struct CoordShared {
     int64_t expiring_ms;
     int64_t expiring_since;
     uint64_t renewals_late;
+    uint64_t rechecks_failed;  // re-checks of the keys held that could not be made
+    // Periods in which the node held its id but its values were not
+    // confirmed (state `unconfirmed`), like not_held_*.
+    int64_t unconfirmed_ms;
+    int64_t unconfirmed_since;
 };
 
 // Zeroed memory made ready (when the shared struct is made).

@@ -1,0 +1,30 @@
+-- shardid 1.2 -> 1.3: shard claims at Instagram's scale that outlive
+-- etcd's data (docs/coordination.md).
+--   - shardid_coordination() gains rechecks_failed and unconfirmed_seconds:
+--     re-checks of the shard values held that could not be made, and the
+--     time the node issued nothing for want of one. (A function's result
+--     columns cannot be changed in place: it is made again, with its
+--     grants.)
+\echo Use "ALTER EXTENSION shardid UPDATE TO '1.3'" to load this file. \quit
+
+DROP FUNCTION shardid_coordination();
+CREATE FUNCTION shardid_coordination(OUT source text, OUT state text, OUT node_id integer, OUT node_id_from text,
+                                     OUT claimed_at timestamptz, OUT lease_id text, OUT lease_ttl integer,
+                                     OUT issuing_until timestamptz, OUT window_start timestamptz,
+                                     OUT window_end timestamptz, OUT endpoint text, OUT last_error text,
+                                     OUT last_answer_at timestamptz, OUT requests bigint, OUT errors bigint,
+                                     OUT password_in_clear boolean, OUT not_held_seconds double precision,
+                                     OUT expiring_episodes bigint, OUT expiring_seconds double precision,
+                                     OUT renewals_late bigint, OUT refused_waiting bigint,
+                                     OUT refused_clock_lead bigint, OUT refused_misconfigured bigint,
+                                     OUT rechecks_failed bigint, OUT unconfirmed_seconds double precision)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'shardid_coordination'
+    LANGUAGE C VOLATILE PARALLEL SAFE;
+REVOKE EXECUTE ON FUNCTION shardid_coordination() FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION shardid_coordination() TO pg_monitor;
+COMMENT ON FUNCTION shardid_coordination() IS
+    'where this node''s id comes from (setting, etcd or citus, and node_id_from: which file and line of the configuration asks for it; on a Citus worker its group fence) and, with etcd, the claim: id held, lease, until when IDs '
+    'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; since the server started: seconds without a node id, episodes and '
+    'seconds of expiring, late renewals, generations refused by cause, re-checks of the shard values held that could not be made, and seconds '
+    'in which they were unconfirmed (a scrape every minute sees a 3 s outage); superusers and pg_monitor';
