@@ -190,6 +190,7 @@ bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t
 }
 
 std::string history_key(const std::string& prefix) { return prefix + "/history"; }
+std::string settling_key(const std::string& prefix) { return prefix + "/settling"; }
 
 std::string history_value(const History& h)
 {

@@ -172,15 +172,20 @@ int64_t takeover_wait_ms(bool has_mark, const Mark& previous, bool own, int64_t 
 // what it forgot: nodes that held ids and values then stop within a
 // renewal or at their fence, and re-publish what they know (their
 // counters' floors, and the word of each layout they issued in, in the
-// space's retired word). So a claim of what has no mark under a history
-// waits until it settled (the maker's clock + settle_ms()), and continues
-// above the tick of that moment: no ID of a node that issued under the
+// space's retired word). So a claim of what has no mark issues nothing
+// while the history settles (<prefix>/settling, under a lease of
+// settle_ms(): etcd's clock), and a layout whose ticks are longer than a
+// second continues above the tick in which it settled (settled ms, on the
+// clock of the node that made it): no ID of a node that issued under the
 // lost data comes after it (docs/coordination.md, "etcd loses its data").
 struct History {
     uint64_t token = 0;
     int64_t settled_ms = 0;
 };
 std::string history_key(const std::string& prefix);
+// <prefix>/settling: put with a new history, under a lease of settle_ms():
+// while etcd has it, the history settles (the wait runs on etcd's clock).
+std::string settling_key(const std::string& prefix);
 std::string history_value(const History& history);
 // False for anything history_value() never writes.
 bool parse_history(const std::string& text, History* out);

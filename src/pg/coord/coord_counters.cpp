@@ -144,7 +144,7 @@ void Holder::serve_counters()
     // Only under a history this node read, once it settled: after etcd
     // lost its data, every node that took values has raised the counters
     // to its floors by then.
-    if (history_revision_ == 0 || settle_wait_ms() > 0)
+    if (history_revision_ == 0 || settling_now_)
         return;
     CoordShared& c = coord_shared();
     for (int k = 0; k < node_state_field_count; k++) {

@@ -114,14 +114,15 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     if (!v.has_mark) {
         // Never held, or its mark was folded into the space's retired word
         // when its last holder gave it back for idleness, or etcd forgot it:
-        // above the retired word, and above the tick in which etcd's history
-        // settled, not before then (coord::History).
+        // above the retired word; no ID while etcd's history settles, and a
+        // layout with long ticks above the tick in which it settled (its
+        // previous holder may have used any sequence of it: coord::History).
         target = retired_word;
         const int64_t tick = history_.settled_ms > 0 ? layout.tick_of(history_.settled_ms) : -1;
-        if (tick >= 0)
+        if (tick >= 0 && coord::keeps_bound(slot.shape))
             target = std::max(
                 target, layout.pack(std::min<uint64_t>(uint64_t(tick), layout.time_max()), layout.sequence_max()));
-        wait = settle_wait_ms();
+        p->settling = settling_now_;
     } else if (confirmed(m.token)) {
         target = m.word;
         floor = m.floor_ms;
@@ -168,7 +169,7 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     // No raise beyond shardid.max_clock_lead (retried: the clock may catch
     // up with a holder whose clock ran ahead).
     const int64_t target_ms = target != 0 ? layout.ms_of_tick(int64_t(layout.packed_tick(target))) : 0;
-    if (target != 0 && target_ms - std::max(now, now + wait) > max_clock_lead_ms)
+    if (target != 0 && target_ms - now > max_clock_lead_ms)
         return to_state(ClaimState::ahead, "is not used yet",
                         "the previous holder's IDs lie " + std::to_string((target_ms - now) / 1000) +
                             " s ahead of this node's clock; shardid.max_clock_lead is " +

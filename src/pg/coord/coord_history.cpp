@@ -14,35 +14,45 @@
 
 namespace shardid::pg {
 
-int64_t Holder::settle_wait_ms() const
-{
-    return history_revision_ == 0 ? 0 : std::max<int64_t>(0, history_.settled_ms - wall_clock().now_ms());
-}
-
-// The history under the prefix, read once per claim of the node id (and
-// after any claim that compared it failed): made when missing, with the
-// time it settles. False (and nothing claimed) until it is known.
+// The history under the prefix, read before any claim (and after a claim
+// that compared it failed), and while it settles, every round: made when
+// missing, with <prefix>/settling under a lease of a lease TTL and its
+// margin (coord::settle_ms()), so that the wait runs on etcd's clock, not
+// on any node's (a node 60 s ahead made every other node wait 64 s when
+// the wait was its clock's). False (and nothing claimed) until it is known.
 bool Holder::ensure_history()
 {
-    if (history_revision_ != 0)
+    if (history_revision_ != 0 && !settling_now_)
         return true;
-    const std::string key = coord::history_key(prefix_);
+    const std::string key = coord::history_key(prefix_), skey = coord::settling_key(prefix_);
     std::string why;
     for (int attempt = 0; attempt < 2; attempt++) {
-        std::vector<etcd::KeyValue> kvs;
-        if (!client_.range(key, "", &kvs, &why)) {
+        etcd::Txn r;
+        if (!client_.txn(etcd::encode_txn({}, {{false, key, "", ""}, {false, skey, "", ""}}, {}), &r, &why)) {
             failed("could not read \"" + key + "\"", why);
             return false;
         }
         answered();
-        if (kvs.empty()) {
+        const etcd::KeyValue* found = nullptr;
+        const etcd::KeyValue* settling = nullptr;
+        for (const etcd::KeyValue& kv : r.kvs)
+            (kv.key == key ? found : settling) = &kv;
+        if (found == nullptr) {
             // A new prefix, or etcd lost its data: nodes that issued under
             // what it forgot may go on until their fence. Claims of what has
-            // no mark wait until this settles.
-            const coord::History made{new_token(), wall_clock().now_ms() + coord::settle_ms(lease_ttl_ms_)};
+            // no mark wait until etcd expires the settling key's lease.
+            const int64_t settle = coord::settle_ms(lease_ttl_ms_);
+            etcd::Grant g;
+            if (!client_.grant((settle + 999) / 1000, &g, &why)) {
+                failed("could not get a lease for \"" + skey + "\"", why);
+                return false;
+            }
+            const coord::History made{new_token(), wall_clock().now_ms() + settle};
             etcd::Txn t;
             if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
-                                              {{true, key, coord::history_value(made), ""}}, {}),
+                                              {{true, key, coord::history_value(made), ""},
+                                               {true, skey, coord::history_value(made), g.id}},
+                                              {}),
                              &t, &why)) {
                 failed("could not write \"" + key + "\"", why);
                 return false;
@@ -50,26 +60,38 @@ bool Holder::ensure_history()
             answered();
             if (t.succeeded)
                 ereport(LOG, (errmsg("shardid coordinator: \"%s\" was missing (a new prefix, or etcd lost its "
-                                     "data): claims of what has no mark wait %.1f s, until every node that may "
-                                     "still issue under what etcd forgot has stopped",
-                                     key.c_str(), double(coord::settle_ms(lease_ttl_ms_)) / 1000)));
+                                     "data): claims of what has no mark wait %.1f s (etcd expires \"%s\"), until "
+                                     "every node that may still issue under what etcd forgot has stopped",
+                                     key.c_str(), double(settle) / 1000, skey.c_str())));
             continue;  // read it back, whoever made it
         }
         coord::History h;
         std::string implausible;
-        if (!coord::parse_history(kvs[0].value, &h) ||
-            !coord::history_plausible(h.settled_ms, wall_clock().now_ms(), max_clock_lead_ms, &implausible)) {
+        if (!coord::parse_history(found->value, &h) ||
+            !coord::history_plausible(h.settled_ms, wall_clock().now_ms(), max_clock_lead_ms, &implausible) ||
+            (settling != nullptr && settling->lease.empty())) {
             refused_ = true;
             error(Condition::corrupt_key,
-                  "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 60) + "\", which " +
-                      (implausible.empty() ? std::string("is not a history shardid writes")
-                                           : "no node could have written: " + implausible) +
-                      ": nothing is claimed until it is fixed (delete it: the next claim writes it again, and "
-                      "waits for every node to stop)");
+                  settling != nullptr && settling->lease.empty()
+                      ? "the key \"" + skey + "\" has no lease, and shardid writes it only under one: nothing is "
+                                              "claimed until it is removed"
+                      : "the key \"" + key + "\" holds \"" + printable(found->value, 60) + "\", which " +
+                            (implausible.empty() ? std::string("is not a history shardid writes")
+                                                 : "no node could have written: " + implausible) +
+                            ": nothing is claimed until it is fixed (delete it: the next claim writes it again, and "
+                            "waits for every node to stop)");
             return false;
         }
         history_ = h;
-        history_revision_ = kvs[0].mod_revision;
+        history_revision_ = found->mod_revision;
+        // Generators wait through the settling (bounded: a lease TTL and its
+        // margin from when this node first saw it).
+        CoordShared& c = coord_shared();
+        if (settling != nullptr && !settling_now_)
+            c.settling_until_ms.store(fence_clock_ms() + coord::settle_ms(lease_ttl_ms_) + 1000);
+        else if (settling == nullptr)
+            c.settling_until_ms.store(0);
+        settling_now_ = settling != nullptr;
         if (republished_ != h.token)
             republish();
         return true;

@@ -269,12 +269,12 @@ void Holder::claim()
         // The previous holder did not release the id cleanly: it may still
         // be issuing until its fence, however early etcd removed its key.
         // No ID before then (coord::takeover_wait_ms()).
-        if (fence_clock_ms() < publish_after_ms_) {
+        if (fence_clock_ms() < publish_after_ms_ || settling_) {
             if (settling_)
                 ereport(LOG, (errmsg("shardid coordinator: node id %d has no mark under a new history of etcd's data: "
-                                     "waiting %.1f s, until every node that may still issue under what etcd forgot "
-                                     "has stopped, before the first ID",
-                                     claimed_, double(publish_after_ms_ - fence_clock_ms()) / 1000)));
+                                     "no ID until it settles (etcd expires \"%s\"), once every node that may still "
+                                     "issue under what etcd forgot has stopped",
+                                     claimed_, coord::settling_key(prefix_).c_str())));
             else
                 ereport(LOG, (errmsg("shardid coordinator: node id %d was not released cleanly by its previous "
                                      "holder: waiting %.1f s for its fence before the first ID",
@@ -286,7 +286,8 @@ void Holder::claim()
         // Waiting: the mark is not read again (it is this claim's window now,
         // and a window above it each round would run ahead of the clock);
         // once the wait is over, the window moves on above the same floor.
-        if (fence_clock_ms() < publish_after_ms_)
+        settling_ = settling_ && settling_now_;
+        if (fence_clock_ms() < publish_after_ms_ || settling_)
             return;
         end = coord::window_target(wall_clock().now_ms(), fence_ms_ - fence_clock_ms(), lease_ttl_ms_, -1, floor_ms_,
                                    recorded_ms_);
@@ -353,17 +354,9 @@ bool Holder::read_mark()
     // this node has seen (every mark seen was checked as above).
     floor_ms_ = std::max(mark.end_ms, seen_marks_[claimed_]);
     // No mark: nobody claimed the id under this history. Whoever held it
-    // under what etcd may have forgotten stops by the time the history
-    // settled: the node issues above that moment, not before it
-    // (coord::History).
-    settling_ = false;
-    if (!has && history_.settled_ms > 0) {
-        floor_ms_ = std::max(floor_ms_, history_.settled_ms);
-        if (const int64_t wait = settle_wait_ms(); wait > 0) {
-            publish_after_ms_ = std::max(publish_after_ms_, fence_clock_ms() + wait);
-            settling_ = true;
-        }
-    }
+    // under what etcd may have forgotten has stopped once the history
+    // settled: no ID before then (coord::History).
+    settling_ = !has && settling_now_;
     // Whose mark it is, by its token, never by its value (another holder can
     // write the same value; a window whose answer was lost proves nothing):
     //  - a token of this life's claims that etcd confirmed: every holder

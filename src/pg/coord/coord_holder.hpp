@@ -79,6 +79,7 @@ private:
         std::string ckey;
         uint64_t target = 0, bound = 0;
         int64_t floor = 0, mark_floor = 0, wait = 0;
+        bool settling = false;  // no mark, and etcd's history settles: no ID until it has
     };
     // What etcd holds of a claim space, read for claims: the claim, mark and
     // want keys of some values (or of all of them), the space's retired
@@ -119,6 +120,7 @@ private:
         int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again
         int64_t not_before_ms = 0;     // fence clock: released by hand, not claimed again before
         int64_t publish_after_ms = 0;  // fence clock: taking over, no ID before
+        bool settling = false;         // claimed with no mark: no ID while etcd's history settles
     };
     std::vector<ValueWork> values_;
     coord::HeldKeys held_keys_;           // the shard keys under the lease, as this node wrote them
@@ -136,10 +138,10 @@ private:
     // when missing; a claim of what has no mark waits until it settled.
     bool ensure_history();
     void republish();
-    int64_t settle_wait_ms() const;  // until the history settled (0: it has)
     coord::History history_;
     int64_t history_revision_ = 0;  // its key's mod revision (0: not known)
     uint64_t republished_ = 0;      // the history this node republished its words under
+    bool settling_now_ = false;     // <prefix>/settling is there: claims of what has no mark wait
     bool settling_ = false;         // the claim of the node id waits for the history to settle
     int64_t issuing_until_ms() const { return std::min(fence_ms_, values_until_ms_); }
 

@@ -4,6 +4,8 @@
 // while there is none, and ask the worker for counter values.
 #include "pg/source/coord_claim.hpp"
 
+#include <algorithm>
+
 extern "C" {
 #include "catalog/pg_authid_d.h"
 #include "miscadmin.h"
@@ -54,7 +56,14 @@ void last_error(char* out, size_t size)
 // passed since `since`; otherwise wakes the worker and sleeps a little.
 void wait_for_worker(TimestampTz since, const char* message, const char* detail, const char* hint)
 {
-    if (TimestampDifferenceExceeds(since, GetCurrentTimestamp(), etcd_wait_ms)) {
+    // While etcd's history settles (a new prefix, or etcd lost its data),
+    // the claim comes once it has: waited for, not refused, and
+    // shardid.etcd_wait counts from its end.
+    static TimestampTz settling_seen = 0;
+    const TimestampTz now = GetCurrentTimestamp();
+    if (fence_clock_ms() < coord_shared().settling_until_ms.load(std::memory_order_acquire))
+        settling_seen = now;
+    if (TimestampDifferenceExceeds(std::max(since, settling_seen), now, etcd_wait_ms)) {
         ConditionVariableCancelSleep();
         count_claim_refusal();
         count_generation_refusal(GenerationRefusal::waiting);

@@ -36,6 +36,11 @@ struct CoordShared {
     // the last renewal after which the keys held were re-checked
     // (src/pg/coord/coord_confirm.cpp).
     std::atomic<int64_t> values_until_ms;
+    // fence-clock ms: etcd's history under the prefix settles by then at the
+    // latest (a new prefix, or etcd lost its data; 0: it settled). A
+    // generator waits through it, whatever shardid.etcd_wait says: the wait
+    // is bounded, and ends with the claim.
+    std::atomic<int64_t> settling_until_ms;
     // Per counter floor of the node state (NodeCounter, by its index in
     // node_state_fields; other entries unused): a value taken from etcd for
     // a backend (-1: none), and whether a backend wants one.
