@@ -8,6 +8,10 @@
                                   forwards HTTP requests to etcd, with the TTL of every lease
                                   grant's answer replaced by TTL (a broken or hostile gateway)
   proxy.py PORT hang              accepts every connection and never answers
+  proxy.py PORT count TARGET_PORT FILE
+                                  forwards TCP to 127.0.0.1:TARGET_PORT and keeps FILE at the
+                                  bytes sent each way so far, "<to etcd> <from etcd>" (a benchmark's
+                                  measure of what a node asks etcd)
   proxy.py PORT watchgate TARGET_PORT FLAG
                                   forwards HTTP requests to etcd one per connection; while the
                                   file FLAG exists, a watch request (/v3/watch) is held unanswered
@@ -20,13 +24,24 @@ import threading
 port, mode = int(sys.argv[1]), sys.argv[2]
 
 
-def pipe(src, dst):
+counted = [0, 0]
+count_lock = threading.Lock()
+
+
+def pipe(src, dst, way=None):
     try:
         while True:
             data = src.recv(65536)
             if not data:
                 break
             dst.sendall(data)
+            if way is not None:
+                with count_lock:
+                    counted[way] += len(data)
+                    with open(sys.argv[4] + ".tmp", "w") as f:
+                        f.write(f"{counted[0]} {counted[1]}\n")
+                    import os
+                    os.replace(sys.argv[4] + ".tmp", sys.argv[4])
     except OSError:
         pass
     finally:
@@ -117,6 +132,10 @@ def serve(conn):
         upstream = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
         threading.Thread(target=pipe, args=(conn, upstream), daemon=True).start()
         pipe(upstream, conn)
+    elif mode == "count":
+        upstream = socket.create_connection(("127.0.0.1", int(sys.argv[3])))
+        threading.Thread(target=pipe, args=(conn, upstream, 0), daemon=True).start()
+        pipe(upstream, conn, 1)
     elif mode == "grant":
         grant(conn)
     elif mode == "watchgate":

@@ -236,6 +236,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, const S
                            prefix_ + "/shardwant/" + space + "0"});
     std::vector<etcd::Op> puts;
     std::vector<Plan> plans;
+    const std::string me = coord::holder_value(this_node());
     size_t k = from;
     for (; k < group.size(); k++) {
         const int i = group[k];
@@ -277,7 +278,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, const S
         if (read.any_want && !v.has_want)
             compare.push_back({etcd::Compare::Target::create, wkey, 0, ""});
         const coord::ShardMark mine{p.mark_floor, claim_token_, claimed_, false, p.target, p.bound};
-        puts.push_back({true, ckey, coord::holder_value(this_node()), lease_});
+        puts.push_back({true, ckey, me, lease_});
         puts.push_back({true, mkey, coord::shard_mark_value(mine), ""});
         if (v.has_want && v.want.lease == lease_)
             puts.push_back({false, wkey, "", "", true});  // this node's own ask, answered
@@ -341,12 +342,12 @@ void Holder::claimed(const Plan& p, const Slot& slot, int64_t revision, size_t t
         values_[size_t(p.index)].settling = p.settling;
         e.state.store(int(ClaimState::taking_over), std::memory_order_release);
         if (together == 1)
-            ereport(LOG, (errmsg("shardid coordinator: %s waits before the first ID",
-                                 describe(slot, claim_value(e.key.load())).c_str()),
-                          errdetail("%s", p.settling
-                                              ? "etcd's history under the prefix is new: every node that issued "
-                                                "under what it forgot stops first."
-                                              : "Its previous holder did not release it: its fence passes first.")));
+            ereport(LOG,
+                    (errmsg("shardid coordinator: %s waits before the first ID",
+                            describe(slot, claim_value(e.key.load())).c_str()),
+                     errdetail("%s", p.settling ? "etcd's history under the prefix is new: every node that issued "
+                                                  "under what it forgot stops first."
+                                                : "Its previous holder did not release it: its fence passes first.")));
         return;
     }
     e.generation.fetch_add(1, std::memory_order_acq_rel);

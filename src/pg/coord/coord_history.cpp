@@ -73,8 +73,9 @@ bool Holder::ensure_history()
             refused_ = true;
             error(Condition::corrupt_key,
                   settling != nullptr && settling->lease.empty()
-                      ? "the key \"" + skey + "\" has no lease, and shardid writes it only under one: nothing is "
-                                              "claimed until it is removed"
+                      ? "the key \"" + skey +
+                            "\" has no lease, and shardid writes it only under one: nothing is "
+                            "claimed until it is removed"
                       : "the key \"" + key + "\" holds \"" + printable(found->value, 60) + "\", which " +
                             (implausible.empty() ? std::string("is not a history shardid writes")
                                                  : "no node could have written: " + implausible) +

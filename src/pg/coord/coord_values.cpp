@@ -34,7 +34,7 @@ void free_entry(ShardClaim& e)
     ShardClaims& t = *shard_claims();
     SpinLockAcquire(&t.mutex);
     if (e.state.load() != int(ClaimState::free)) {
-        e.note[0] = '\0';
+        claim_note(e)[0] = '\0';
         e.own_id.store(false);
         e.declared.store(false);
         e.undeclared.store(false);
@@ -51,7 +51,7 @@ void set_note(ShardClaim& e, const std::string& note)
 {
     ShardClaims& t = *shard_claims();
     SpinLockAcquire(&t.mutex);
-    strlcpy(e.note, note.c_str(), sizeof e.note);
+    strlcpy(claim_note(e), note.c_str(), claim_note_size);
     SpinLockRelease(&t.mutex);
 }
 

@@ -52,9 +52,9 @@ extern "C" Datum shardid_shard_claims(PG_FUNCTION_ARGS)
         const auto state = ClaimState(e.state.load(std::memory_order_acquire));
         if (key == 0 || state == ClaimState::free)
             continue;
-        char note[sizeof e.note];
+        char note[claim_note_size];
         SpinLockAcquire(&t->mutex);
-        strlcpy(note, e.note, sizeof note);
+        strlcpy(note, claim_note(e), sizeof note);
         SpinLockRelease(&t->mutex);
         const Slot& slot = shared->slots[claim_slot(key)];
         const int64 floor = e.floor_ms.load(), since = e.since_ms.load(), used = e.used_ms.load();

@@ -144,8 +144,11 @@ public:
         // then reads the slots (to lower the mark at a clean release) sees
         // the step, or this ID sees the new generation and is not returned.
         std::atomic_thread_fence(std::memory_order_seq_cst);
+        // One reading of the fence clock for both fences: the lease's and the
+        // values' (the earlier one decides).
+        const int64_t fence_now = fence_clock_ms();
         if (c.generation.load(std::memory_order_seq_cst) != ticket.generation || c.held.load() < 0 ||
-            fence_clock_ms() >= c.fence_ms.load(std::memory_order_acquire)) {
+            fence_now >= c.fence_ms.load(std::memory_order_acquire)) {
             *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
                           .with_detail("The lease could not be renewed in time, or the claim changed; no ID was "
                                        "handed out under it.")
@@ -155,7 +158,7 @@ public:
         // The shard values this node holds are issued only while a check
         // after a renewal confirmed them (src/pg/coord/coord_confirm.cpp): one
         // that cannot be made stops them at that renewal's fence.
-        if (fence_clock_ms() >= c.values_until_ms.load(std::memory_order_acquire)) {
+        if (fence_now >= c.values_until_ms.load(std::memory_order_acquire)) {
             *status = Status::fail(Error::not_claimed, "this node could not re-confirm its shard values in etcd")
                           .with_detail("A node issues IDs only while it has confirmed, after a renewal of its "
                                        "lease, that it still holds the values of their shard fields; no ID was "

@@ -33,10 +33,11 @@ namespace {
 
 ShardClaims* table = nullptr;
 
+// Linear probing stays short below two thirds full.
 int table_size(int capacity)
 {
     int size = 16;
-    while (size < 2 * (capacity + max_slots))
+    while (size < 3 * (capacity + max_slots) / 2)
         size *= 2;
     return size;
 }
@@ -131,7 +132,9 @@ struct CachedClaim {
     uint64_t key;
     int index;
 };
-constexpr int cache_size = 1024;
+// Room for Instagram's 8,192 logical shards of a layout and then some
+// (256 kB of a backend's memory, touched only as far as it is used).
+constexpr int cache_size = 16384;
 CachedClaim cache[cache_size];
 uint64_t last_key = 0;
 int last_index = -1;
@@ -208,7 +211,10 @@ shmem_startup_hook_type prev_startup_hook = nullptr;
 
 Size claims_size()
 {
-    return add_size(offsetof(ShardClaims, entries), mul_size(sizeof(ShardClaim), table_size(max_shard_claims)));
+    const int size = table_size(max_shard_claims);
+    // The struct is aligned to a cache line for its entries.
+    return add_size(add_size(sizeof(ShardClaims), mul_size(sizeof(ShardClaim), size)),
+                    add_size(mul_size(claim_note_size, size), alignof(ShardClaims)));
 }
 
 void request_hook()
@@ -225,9 +231,11 @@ void startup_hook()
     const Size size = claims_size();
     bool found;
     LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    auto* t = static_cast<ShardClaims*>(ShmemInitStruct("shardid shard claims", size, &found));
+    void* raw = ShmemInitStruct("shardid shard claims", size, &found);
+    auto* t = static_cast<ShardClaims*>(
+        reinterpret_cast<void*>(TYPEALIGN(alignof(ShardClaims), reinterpret_cast<uintptr_t>(raw))));
     if (!found) {
-        memset(static_cast<void*>(t), 0, size);
+        memset(raw, 0, size);
         SpinLockInit(&t->mutex);
         t->capacity = max_shard_claims;
         t->size = table_size(max_shard_claims);
@@ -323,9 +331,9 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     }
     if (Latch* latch = coord_shared().worker_latch.load(std::memory_order_acquire))
         SetLatch(latch);
-    char note[sizeof e.note];
+    char note[claim_note_size];
     SpinLockAcquire(&table->mutex);
-    strlcpy(note, e.note, sizeof note);
+    strlcpy(note, claim_note(e), sizeof note);
     SpinLockRelease(&table->mutex);
     const unsigned long long v = (unsigned long long)value;
     if (state == ClaimState::busy) {
@@ -471,5 +479,11 @@ void count_generation_refusal(GenerationRefusal why)
 }
 
 int find_claim(uint64_t key) { return probe(key, false); }
+
+char* claim_note(const ShardClaim& e)
+{
+    char* notes = reinterpret_cast<char*>(&table->entries[table->size]);
+    return notes + claim_note_size * size_t(&e - table->entries);
+}
 
 }  // namespace shardid::pg
