@@ -125,7 +125,10 @@ fi
 loss_case() {  # SECTION NAME HOW...
     local sec=$1 what=$2; shift 2
     PREFIX=/cl$sec
-    node_up c $((base + 10 + 2 * sec)) "" "shardid.node_id = 10" || stop_suite "node c did not start"
+    # c gives back what it no longer uses after a second (it may claim the
+    # values again after the loss, until its callers stop asking).
+    node_up c $((base + 10 + 2 * sec)) "" "shardid.node_id = 10" "shardid.shard_idle_release = 1s" ||
+        stop_suite "node c did not start"
     node_up d $((base + 11 + 2 * sec)) "" "shardid.node_id = 11" || stop_suite "node d did not start"
     wait_state c held 15 && wait_state d held 15 || stop_suite "the nodes did not claim their ids"
     for n in c d; do

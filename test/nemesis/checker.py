@@ -45,7 +45,7 @@ import json
 import os
 import sys
 
-ORDERED = {"snowflake", "trace", "uuidv7", "minute"}
+ORDERED = {"snowflake", "trace", "uuidv7", "minute", "instagram"}
 COUNTERS = {"decimal": "DecimalId generator id", "call": "call-number run id"}
 
 
@@ -199,7 +199,8 @@ def overlaps(o, f):
 
 RESTART_S = 3.0  # a server start, crash recovery included, on this machine
 TICK_S = 60.0  # the minute layout's tick
-RECLAIM = {"kill-holder", "kill-node", "clock-restart"}  # faults after which a node claims anew
+# Faults after which a node claims anew (etcd losing its data: every node).
+RECLAIM = {"kill-holder", "kill-node", "clock-restart", "delete-prefix", "replace-etcd"}
 
 
 def summary(ops, faults, start, end, ttl, wait, contenders=("n3", "n4"), lag=None):

@@ -6,15 +6,20 @@ The system: four PostgreSQL nodes with node ids from etcd (n1 and n2 with
 hands; n4's clock runs 30 s behind), a three-member etcd, and every link a
 client or a node uses through a TCP proxy of this process that the nemesis
 can cut in one direction or both (client -> node, node -> each etcd member).
-Clients, two per node, call the generators of six schemes (and, on n1 and
-n2, explicit shards 900 and 901, which the two swap every 20 s) in INSERT ...
+Clients, two per node, call the generators of seven schemes (and, on n1
+and n2, explicit shards 900 and 901, which the two swap every 20 s, and
+Instagram's logical shards over 128 values, 64 each, swapped likewise) in
+INSERT ...
 RETURNING and in SELECT, in autocommit, and record every operation: client,
 node, monotonic invocation and completion times, and its outcome (ok with
 the value and the node id it carries, failed, or unknown).
 
 The nemesis follows a schedule drawn from --seed before the run: faults
 that overlap, each printed as `fault KIND TARGET at T for D` when it
-starts. Afterwards test/nemesis/checker.py judges the whole history.
+starts; and, at fixed points, etcd losing its data under the live nodes:
+the prefix deleted (`delete-prefix`), and etcd replaced by a new, empty
+cluster on the same endpoints (`replace-etcd`). Afterwards
+test/nemesis/checker.py judges the whole history.
 
 Controls: --control same-id gives n3 and n4 node id 7 by setting;
 --control no-mark deletes every mark under the prefix from etcd, ten times a
@@ -55,6 +60,11 @@ MEMBERS = ["e1", "e2", "e3"]
 # twice in every run (the second hands it back).
 KINDS = ["partition-etcd", "partition-client", "pause-node", "pause-coordinator", "pause-etcd", "kill-node",
          "kill-etcd", "kill-etcd-leader", "clock-restart"]
+# etcd losing its data (docs/coordination.md, "etcd loses its data"): at a
+# third and two thirds of a short run, every 300 s of a long one; each lasts
+# as long as the history's settling (a lease TTL and its margin) and a bit.
+LOSSES = ["delete-prefix", "replace-etcd"]
+LOSS_S = LEASE_TTL_S + 1 + 2
 
 
 def now():
@@ -168,6 +178,8 @@ class Etcd:
         self.cluster = ",".join(f"{m}=http://127.0.0.1:{self.peer[m]}" for m in MEMBERS)
 
     def start(self, m, state="new"):
+        if self.alive(m):
+            return  # (a restart due after etcd was replaced whole)
         log = open(os.path.join(self.work, f"etcd-{m}.log"), "a")
         self.proc[m] = subprocess.Popen(
             ["etcd", "--name", m, "--data-dir", os.path.join(self.work, f"etcd-{m}"),
@@ -188,10 +200,12 @@ class Etcd:
         return False
 
     def delete_marks(self, stop):
-        """The no-mark control: every mark deleted as soon as it is written."""
+        """The no-mark control: every mark deleted as soon as it is written
+        (the retired words too: what nodes republish after etcd lost its
+        data is a mark of every value of a layout)."""
         eps = ",".join(f"http://127.0.0.1:{p}" for p in self.port.values())
         while not stop.is_set():
-            for marks in ("/nemesis/mark/", "/nemesis/shardmark/"):
+            for marks in ("/nemesis/mark/", "/nemesis/shardmark/", "/nemesis/shardretired/"):
                 run(["etcdctl", f"--endpoints={eps}", "--command-timeout=1s", "del", "--prefix", marks], timeout=3)
             time.sleep(0.1)
 
@@ -210,6 +224,25 @@ class Etcd:
 
     def alive(self, m):
         return m in self.proc and self.proc[m].poll() is None
+
+    def delete_prefix(self):
+        """Everything under the nodes' prefix, deleted by hand."""
+        eps = ",".join(f"http://127.0.0.1:{self.port[m]}" for m in MEMBERS if self.alive(m))
+        r = run(["etcdctl", f"--endpoints={eps}", "--command-timeout=5s", "del", "--prefix", "/nemesis/"], timeout=10)
+        if r.returncode != 0:
+            print(f"# delete-prefix: {r.stdout.strip()[-200:]}", flush=True)
+
+    def replace(self):
+        """A new, empty cluster on the same endpoints: every member killed,
+        its data gone, and started again as a new cluster."""
+        for m in MEMBERS:
+            self.kill(m)
+        for m in MEMBERS:
+            shutil.rmtree(os.path.join(self.work, f"etcd-{m}"), ignore_errors=True)
+        for m in MEMBERS:
+            self.start(m, "new")
+        if not self.healthy(30):
+            print("# replace-etcd: the new cluster is not healthy", flush=True)
 
     def kill(self, m):
         if self.alive(m):
@@ -330,8 +363,11 @@ class Node:
 
 
 def issues(node):
+    """The node issues IDs, of the minute layout too: on a new prefix its
+    first IDs come in the minute after etcd's history settled
+    (docs/coordination.md, "etcd loses its data")."""
     try:
-        node.sql("SET shardid.etcd_wait = 0; SELECT next_trace_id()")
+        node.sql("SET shardid.etcd_wait = 0; SELECT next_trace_id(), next_id('minute')")
         return True
     except psycopg2.Error:
         return False
@@ -351,6 +387,8 @@ OPS = {
                "INSERT INTO t_uuidv7 VALUES (next_uuidv7()) RETURNING id::text, (uuidv7_decode(id, 10)).shard"),
     "minute": ("SELECT id, (id_decode('minute', id)).shard FROM (SELECT next_id('minute') AS id) s",
                "INSERT INTO t_minute VALUES (next_id('minute')) RETURNING id, (id_decode('minute', id)).shard"),
+    "instagram": ("SELECT id, (instagram_decode(id)).shard FROM (SELECT next_instagram_id() AS id) s",
+                  "INSERT INTO t_instagram VALUES (next_instagram_id()) RETURNING id, (instagram_decode(id)).shard"),
     # Explicit shards, on SHARD_NODES only: the value recorded is the shard,
     # and the checker judges each shard value like a node id.
     "snowflake/shard": (
@@ -359,6 +397,10 @@ OPS = {
     "minute/shard": (
         "SELECT id, (id_decode('minute', id)).shard FROM (SELECT next_id('minute', {shard}) AS id) s",
         "INSERT INTO t_minute VALUES (next_id('minute', {shard})) RETURNING id, (id_decode('minute', id)).shard"),
+    # Instagram's logical shards: many values, each node a block of them.
+    "instagram/shard": (
+        "SELECT id, (instagram_decode(id)).shard FROM (SELECT next_instagram_id({shards}) AS id) s",
+        "INSERT INTO t_instagram VALUES (next_instagram_id({shards})) RETURNING id, (instagram_decode(id)).shard"),
 }
 # n1 and n2 write explicit shards 900 and 901, and swap them every
 # SHARD_PERIOD_S seconds: each value idles out on one node (after
@@ -372,6 +414,19 @@ SHARD_VALUES = (900, 901)
 def shard_now(node):
     phase = int(time.time() / SHARD_PERIOD_S) % 2
     return SHARD_VALUES[phase if node == SHARD_NODES[0] else 1 - phase]
+
+
+# Instagram's logical shards 1000-1127: n1 writes one block of 64, n2 the
+# other, and they swap blocks every SHARD_PERIOD_S (each value idles out on
+# one node and the other claims it, above the first one's IDs).
+LOGICAL = 1000
+LOGICAL_BLOCK = 64
+
+
+def logical_now(node, rng):
+    phase = int(time.time() / SHARD_PERIOD_S) % 2
+    block = phase if node == SHARD_NODES[0] else 1 - phase
+    return LOGICAL + block * LOGICAL_BLOCK + rng.randrange(LOGICAL_BLOCK)
 # One call-number key on every node, as docs/coordination.md requires for
 # call numbers unique across nodes (the run ids alone do not make them so).
 SETUP_SQL = """
@@ -384,6 +439,7 @@ CREATE TABLE t_decimal (id bigint PRIMARY KEY);
 CREATE TABLE t_call (id text PRIMARY KEY);
 CREATE TABLE t_uuidv7 (id uuid PRIMARY KEY);
 CREATE TABLE t_minute (id bigint PRIMARY KEY);
+CREATE TABLE t_instagram (id bigint PRIMARY KEY);
 """
 
 
@@ -439,7 +495,8 @@ class Client(threading.Thread):
                     rec["t0"] = t0 = now()  # the operation starts once connected
                     deadline = t0 + OP_TIMEOUT_S
                 cur = self.conn.cursor()
-                cur.execute(OPS[scheme][kind == "insert"].replace("{shard}", str(shard_now(self.node))))
+                cur.execute(OPS[scheme][kind == "insert"].replace("{shard}", str(shard_now(self.node)))
+                            .replace("{shards}", str(logical_now(self.node, self.rng))))
                 wait(self.conn, deadline)
                 value, nid = cur.fetchone()
                 rec.update(outcome="ok", value=value, nid=nid)
@@ -502,9 +559,20 @@ def schedule(seed, seconds):
     # overlaps those.
     forced = [{"t": round(seconds * share, 2), "kind": "kill-holder", "target": "holder-7",
                "d": float(LEASE_TTL_S + 4)} for share in (0.25, 0.6)]
+    # etcd loses its data: one of each in a short run, every 300 s in a long one.
+    losses = [seconds / 3, 2 * seconds / 3] if seconds < 600 else list(range(150, seconds - 60, 300))
+    forced += [{"t": round(t, 2), "kind": LOSSES[i % 2], "target": "etcd-data", "d": float(LOSS_S)}
+               for i, t in enumerate(losses)]
     def clash(f):
-        return f["target"] in ("n3", "n4") and f["kind"] not in ("partition-etcd", "partition-client") and any(
-            f["t"] < g["t"] + g["d"] + 2 and f["t"] + f["d"] + 2 > g["t"] for g in forced)
+        near = [g for g in forced if f["t"] < g["t"] + g["d"] + 2 and f["t"] + f["d"] + 2 > g["t"]]
+        # Nothing on n3 and n4 around a kill of node id 7's holder. Around
+        # etcd losing its data, no fault but a client's partition: a node
+        # that is down, frozen or cut off from etcd while the new history
+        # settles cannot re-publish its counter values, which another node
+        # may then be handed (docs/coordination.md, "etcd loses its data").
+        return (f["target"] in ("n3", "n4") and f["kind"] not in ("partition-etcd", "partition-client") and
+                any(g["kind"] == "kill-holder" for g in near)) or (
+            f["kind"] != "partition-client" and any(g["kind"] in LOSSES for g in near))
     return sorted([f for f in out if not clash(f)] + forced, key=lambda f: f["t"])
 
 
@@ -560,6 +628,10 @@ class Nemesis:
             f["target"] = target if kind == "kill-etcd" else f"etcd-leader={m}"
             self.etcd.kill(m)
             self.later(end, lambda: self.etcd.start(m, "existing"))
+        elif kind == "delete-prefix":
+            self.etcd.delete_prefix()
+        elif kind == "replace-etcd":
+            self.etcd.replace()
         elif kind == "kill-holder":
             holder = next((n for n in ("n3", "n4") if self.holds(n)), None)
             f["target"] = f"holder-7={holder}"
@@ -656,8 +728,9 @@ def main():
                 sys.exit(f"{name} did not start")
             nodes[name].sql(SETUP_SQL)
         # The claims are made before the clock starts: n1, n2 and one of n3
-        # and n4 (the other waits for id 7) issue.
-        deadline = now() + 30
+        # and n4 (the other waits for id 7) issue (at most a minute and the
+        # history's settling: the minute layout's first tick).
+        deadline = now() + 90
         for group in (["n1"], ["n2"], ["n3", "n4"]):
             while now() < deadline and not any(issues(nodes[n]) for n in group):
                 time.sleep(0.2)

@@ -337,17 +337,13 @@ void Holder::claimed(const Plan& p, const Slot& slot, int64_t revision, size_t t
     e.used_ms.store(wall_clock().now_ms());
     set_note(e, "");
     held_keys_.put(p.ckey, p.index, revision);
-    if (p.wait > 0 || p.settling) {
+    if (p.wait > 0) {
         values_[size_t(p.index)].publish_after_ms = fence_clock_ms() + p.wait;
-        values_[size_t(p.index)].settling = p.settling;
         e.state.store(int(ClaimState::taking_over), std::memory_order_release);
         if (together == 1)
-            ereport(LOG,
-                    (errmsg("shardid coordinator: %s waits before the first ID",
-                            describe(slot, claim_value(e.key.load())).c_str()),
-                     errdetail("%s", p.settling ? "etcd's history under the prefix is new: every node that issued "
-                                                  "under what it forgot stops first."
-                                                : "Its previous holder did not release it: its fence passes first.")));
+            ereport(LOG, (errmsg("shardid coordinator: %s was not released by its previous holder: waiting %.1f s "
+                                 "for its fence before the first ID",
+                                 describe(slot, claim_value(e.key.load())).c_str(), double(p.wait) / 1000)));
         return;
     }
     e.generation.fetch_add(1, std::memory_order_acq_rel);

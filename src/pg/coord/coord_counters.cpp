@@ -238,7 +238,36 @@ bool Holder::raise_counters()
     corrupt_ = corrupt_any;
     if (!corrupt_any)
         ended(Condition::corrupt_key);
-    return all;
+    if (!all)
+        return false;
+    // Under a history other than the one this node's counter values were
+    // taken under (etcd lost its data): they stay its own only if they
+    // were re-published before the new history settled, when another node
+    // may be handed them; otherwise every one in use is taken anew (the
+    // counters' epoch moves before the claim is published).
+    if (counters_history_ != history_.token) {
+        bool confirmed = false;
+        if (settling_revision_ != 0) {
+            etcd::Txn t;
+            std::string why;
+            if (!client_.txn(
+                    etcd::encode_txn(
+                        {{etcd::Compare::Target::mod, coord::settling_key(prefix_), settling_revision_, ""}}, {}, {}),
+                    &t, &why)) {
+                failed("could not read \"" + coord::settling_key(prefix_) + "\"", why);
+                return false;
+            }
+            answered();
+            confirmed = t.succeeded;
+        }
+        if (!confirmed) {
+            coord_shared().counters_epoch.fetch_add(1, std::memory_order_acq_rel);
+            ereport(LOG, (errmsg("shardid coordinator: this node's DecimalId generator ids and call-number runs were "
+                                 "not re-published in etcd before its new history settled: each is taken anew")));
+        }
+        counters_history_ = history_.token;
+    }
+    return true;
 }
 
 }  // namespace shardid::pg

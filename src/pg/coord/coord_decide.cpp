@@ -111,18 +111,26 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     // token: one of this life's claims, which etcd confirmed.
     int64_t floor = 0, wait = 0;
     uint64_t target = 0;
+    if (!v.has_mark && settling_now_) {
+        // etcd forgot its mark, maybe: not claimed until the history settled,
+        // by when every node that issued with it under what etcd forgot has
+        // stopped and published its layout's word in the retired word (a
+        // claim decided earlier could read the word before that).
+        set_note(e, "etcd's history under the prefix settles (a new prefix, or etcd lost its data): claimed "
+                    "once every node that may still issue under what etcd forgot has stopped");
+        return false;
+    }
     if (!v.has_mark) {
         // Never held, or its mark was folded into the space's retired word
         // when its last holder gave it back for idleness, or etcd forgot it:
-        // above the retired word; no ID while etcd's history settles, and a
-        // layout with long ticks above the tick in which it settled (its
-        // previous holder may have used any sequence of it: coord::History).
+        // above the retired word, and a layout with long ticks above the
+        // tick in which etcd's history settled (a previous holder under what
+        // etcd forgot may have used any sequence of it: coord::History).
         target = retired_word;
         const int64_t tick = history_.settled_ms > 0 ? layout.tick_of(history_.settled_ms) : -1;
         if (tick >= 0 && coord::keeps_bound(slot.shape))
             target = std::max(
                 target, layout.pack(std::min<uint64_t>(uint64_t(tick), layout.time_max()), layout.sequence_max()));
-        p->settling = settling_now_;
     } else if (confirmed(m.token)) {
         target = m.word;
         floor = m.floor_ms;

@@ -93,6 +93,9 @@ bool Holder::ensure_history()
         else if (settling == nullptr)
             c.settling_until_ms.store(0);
         settling_now_ = settling != nullptr;
+        settling_revision_ = settling != nullptr ? settling->mod_revision : 0;
+        if (counters_history_ == 0)
+            counters_history_ = h.token;  // this life's counter values are all taken under it
         if (republished_ != h.token)
             republish();
         return true;

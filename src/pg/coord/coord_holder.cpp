@@ -297,6 +297,10 @@ void Holder::claim()
         seen_marks_[claimed_] = std::max(seen_marks_[claimed_], end);
         taking_over_ = settling_ = false;
     }
+    // The counters are raised to this node's floors (and, after etcd lost
+    // its data, its counter values confirmed or retired) before any ID.
+    if (!counters_raised_ && !(counters_raised_ = raise_counters()))
+        return;
     CoordShared& c = coord_shared();
     c.floor_ms.store(floor_ms_);
     c.window_end_ms.store(end, std::memory_order_release);

@@ -79,7 +79,6 @@ private:
         std::string ckey;
         uint64_t target = 0, bound = 0;
         int64_t floor = 0, mark_floor = 0, wait = 0;
-        bool settling = false;  // no mark, and etcd's history settles: no ID until it has
     };
     // What etcd holds of a claim space, read for claims: the claim, mark and
     // want keys of some values (or of all of them), the space's retired
@@ -120,7 +119,6 @@ private:
         int64_t next_try_ms = 0;       // fence clock: a busy or refused value is tried again
         int64_t not_before_ms = 0;     // fence clock: released by hand, not claimed again before
         int64_t publish_after_ms = 0;  // fence clock: taking over, no ID before
-        bool settling = false;         // claimed with no mark: no ID while etcd's history settles
     };
     std::vector<ValueWork> values_;
     coord::HeldKeys held_keys_;           // the shard keys under the lease, as this node wrote them
@@ -139,10 +137,15 @@ private:
     bool ensure_history();
     void republish();
     coord::History history_;
-    int64_t history_revision_ = 0;  // its key's mod revision (0: not known)
-    uint64_t republished_ = 0;      // the history this node republished its words under
-    bool settling_now_ = false;     // <prefix>/settling is there: claims of what has no mark wait
-    bool settling_ = false;         // the claim of the node id waits for the history to settle
+    int64_t history_revision_ = 0;   // its key's mod revision (0: not known)
+    uint64_t republished_ = 0;       // the history this node republished its words under
+    int64_t settling_revision_ = 0;  // <prefix>/settling's mod revision when it was read (0: none)
+    // The history this life's counter values are the node's own under: taken
+    // under it, or re-published under it before it settled (else retired:
+    // CoordShared::counters_epoch).
+    uint64_t counters_history_ = 0;
+    bool settling_now_ = false;  // <prefix>/settling is there: claims of what has no mark wait
+    bool settling_ = false;      // the claim of the node id waits for the history to settle
     int64_t issuing_until_ms() const { return std::min(fence_ms_, values_until_ms_); }
 
     // Reporting (src/pg/coord/coord_worker.cpp): a failed request or refusal,

@@ -118,9 +118,7 @@ void Holder::serve_values()
             }
             break;
         case ClaimState::taking_over:
-            // After the previous holder's fence, and not while etcd's history
-            // settles (claims of what had no mark).
-            if (now >= w.publish_after_ms && !(w.settling && settling_now_)) {
+            if (now >= w.publish_after_ms) {
                 e.generation.fetch_add(1, std::memory_order_acq_rel);
                 e.state.store(int(ClaimState::held), std::memory_order_release);
                 ConditionVariableBroadcast(&coord_shared().changed);

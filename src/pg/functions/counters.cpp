@@ -185,12 +185,38 @@ Datum text_datum(const char* s) { return PointerGetDatum(cstring_to_text(s)); }
 
 namespace {
 
+// The counters' epoch the values handed out by the source may be used in
+// now; with node ids from etcd, waits (interruptibly, up to
+// shardid.etcd_wait) while the node holds no claim: a generator id or run id
+// is the node's only while its claim is (src/pg/source/node_source.hpp).
+uint64_t counters_epoch()
+{
+    const NodeIdSource& source = node_id_source();
+    TimestampTz since = 0;
+    for (;;) {
+        Status status;
+        uint64_t epoch = 0;
+        if (source.counters_hold(&epoch, &status)) {
+            if (since != 0)
+                source.waited();
+            return epoch;
+        }
+        if (status.error != Error::not_claimed)
+            raise(status);
+        if (since == 0)
+            since = GetCurrentTimestamp();
+        source.wait(since, status);
+        CHECK_FOR_INTERRUPTS();
+    }
+}
+
 // Takes a new generator id for this database's DecimalId state when it
-// needs one (or always, with force) and returns the one installed (-1 if
-// none was needed). Takers of a database are serialized by a heavyweight
-// lock on its generator sequence: the deadlock detector sees it, a cancel
-// interrupts it, and no LWLock is held while waiting for it.
-int64 install_generator(FunctionCallInfo fcinfo, bool force)
+// needs one (or always, with force; or when the one it has was taken in
+// another counters' epoch) and returns the one installed (-1 if none was
+// needed). Takers of a database are serialized by a heavyweight lock on its
+// generator sequence: the deadlock detector sees it, a cancel interrupts
+// it, and no LWLock is held while waiting for it.
+int64 install_generator(FunctionCallInfo fcinfo, bool force, uint64_t epoch)
 {
     refuse_on_standby();
     if (decimal == nullptr)
@@ -198,9 +224,11 @@ int64 install_generator(FunctionCallInfo fcinfo, bool force)
     const Sequence seq = extension_sequence(fcinfo, "shardid_generator_seq");
     LockRelationOid(seq.relid, ShareUpdateExclusiveLock);
     int64 generator = -1;
-    if (force || decimal_needs_generator(*decimal)) {
+    std::atomic<uint64_t>& taken_in = decimal_epoch(decimal);
+    if (force || decimal_needs_generator(*decimal) || taken_in.load() != epoch) {
         generator = take_fresh(seq, NodeCounter::generator);
         decimal_install_generator(*decimal, generator);
+        taken_in.store(epoch);
     }
     UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
     return generator;
@@ -219,6 +247,11 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
                                 (long long)decimal_launch_max)));
     if (decimal == nullptr)
         decimal = decimal_state(MyDatabaseId);
+    // Its generator id is this node's only while the node holds its claim,
+    // and in the counters' epoch it was taken in.
+    const uint64_t epoch = counters_epoch();
+    if (decimal_epoch(decimal).load() != epoch)
+        install_generator(fcinfo, false, epoch);
     for (;;) {
         int64_t counter = 0, generator = 0;
         bool issued = false;
@@ -231,13 +264,13 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
         if (issued)
             PG_RETURN_INT64(decimal_compose(counter, generator, launch_id));
         // No generator id yet, or its counter is used up: take the next one.
-        install_generator(fcinfo, false);
+        install_generator(fcinfo, false, epoch);
     }
 }
 
 extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
 {
-    PG_RETURN_INT64(install_generator(fcinfo, true));
+    PG_RETURN_INT64(install_generator(fcinfo, true, counters_epoch()));
 }
 
 // shardid_take_cluster_counter(counter, above): on a Citus coordinator, a
@@ -303,12 +336,17 @@ extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
     static int64 run_id = -1;
     static int64 next_sequence = 0;
     static int64 run_key = 0;
+    static uint64_t run_epoch = 0;
     int64 key = 0;
     const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
-    if (run_id < 0 || next_sequence > int64(call_sequence_max) || run_key != key) {
+    // The run id is this node's only while the node holds its claim, and in
+    // the counters' epoch it was taken in.
+    const uint64_t epoch = counters_epoch();
+    if (run_id < 0 || next_sequence > int64(call_sequence_max) || run_key != key || run_epoch != epoch) {
         run_id = -1;
         run_id = take_fresh(extension_sequence(fcinfo, "shardid_run_seq"), NodeCounter::run, key);
         run_key = key;
+        run_epoch = epoch;
         next_sequence = 0;
     }
     const int64 sequence = next_sequence++;

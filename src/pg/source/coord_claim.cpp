@@ -186,6 +186,27 @@ public:
         return true;
     }
 
+    bool counters_hold(uint64_t* epoch, Status* status) const override
+    {
+        CoordShared& c = coord_shared();
+        if (c.misconfigured.load(std::memory_order_acquire)) {
+            SourceTicket ticket;
+            return hold(&ticket, status);  // says so
+        }
+        *epoch = c.counters_epoch.load(std::memory_order_acquire);
+        const int64_t now = fence_clock_ms();
+        if (c.held.load(std::memory_order_acquire) < 0 || now >= c.fence_ms.load(std::memory_order_acquire) ||
+            now >= c.values_until_ms.load(std::memory_order_acquire)) {
+            *status = Status::fail(Error::not_claimed, "this node holds no claim in etcd")
+                          .with_detail("DecimalIds and call numbers are issued with the generator ids and run ids "
+                                       "etcd handed this node only while it holds its claim: were etcd to lose its "
+                                       "data meanwhile, another node could be handed them.")
+                          .with_hint("%s", see_coordination);
+            return false;
+        }
+        return true;
+    }
+
     void wait(TimestampTz since, const Status& why) const override
     {
         wait_for_worker(since, why.message, why.detail, why.hint);

@@ -83,6 +83,17 @@ public:
     // source refuses one that is not the cluster's.
     static constexpr int64 from_node_sequence = -1;
     virtual int64 take_counter(NodeCounter which, int64 key_fingerprint) const = 0;
+    // Before a DecimalId or a call number, with counter values the source
+    // handed out: may they be used now, and under which epoch (values taken
+    // in another one are taken anew)? With etcd: only while the node holds
+    // its claim, fenced like every ID (Error::not_claimed otherwise: wait()
+    // and ask again). Never ereports.
+    virtual bool counters_hold(uint64_t* epoch, Status* status) const
+    {
+        (void)status;
+        *epoch = 0;
+        return true;
+    }
 
 protected:
     ~NodeIdSource() = default;

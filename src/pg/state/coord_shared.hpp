@@ -41,6 +41,12 @@ struct CoordShared {
     // generator waits through it, whatever shardid.etcd_wait says: the wait
     // is bounded, and ends with the claim.
     std::atomic<int64_t> settling_until_ms;
+    // Counter values (DecimalId generator ids, call-number run ids) are used
+    // only under this epoch: the worker moves it when the values this node
+    // holds could not be re-published before a new history of etcd's data
+    // settled (another node may be handed them), and each user takes new
+    // ones (src/pg/functions/counters.cpp).
+    std::atomic<uint64_t> counters_epoch;
     // Per counter floor of the node state (NodeCounter, by its index in
     // node_state_fields; other entries unused): a value taken from etcd for
     // a backend (-1: none), and whether a backend wants one.

@@ -130,6 +130,9 @@ struct Shared {
     struct {
         Oid database;
         DecimalState state;
+        // With node ids from etcd, the counters' epoch its generator id was
+        // taken in (CoordShared::counters_epoch): another epoch takes a new one.
+        std::atomic<uint64_t> epoch;
     } decimal[max_decimal_databases];
     // The Citus group fence, per database (src/pg/state/citus_shared.hpp).
     slock_t citus_mutex;

@@ -269,6 +269,14 @@ int64_t highest_issued_tick_ms()
     return highest;
 }
 
+std::atomic<uint64_t>& decimal_epoch(DecimalState* state)
+{
+    for (auto& d : shared->decimal)
+        if (&d.state == state)
+            return d.epoch;
+    return shared->decimal[0].epoch;  // never reached: every state is an entry's
+}
+
 DecimalState* decimal_state(Oid database)
 {
     // An entry of this database, or a free one; when there is none, the

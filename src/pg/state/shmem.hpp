@@ -58,6 +58,8 @@ void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms);
 // DecimalId state of a database (its generator ids come from that
 // database's sequence).
 DecimalState* decimal_state(Oid database);
+// The counters' epoch of a database's DecimalId state (decimal_state()).
+std::atomic<uint64_t>& decimal_epoch(DecimalState* state);
 
 // Raises the node state to a replayed one (WAL redo, in the startup
 // process): the mark, the floor new slots resume above, the counter floors
