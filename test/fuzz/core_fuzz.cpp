@@ -11,7 +11,9 @@
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/engine.hpp"
+#include "core/coord/etcd_wire.hpp"
 #include "core/coord/node_state.hpp"
+#include "core/coord/recheck.hpp"
 #include "core/permute.hpp"
 #include "core/schemes.hpp"
 
@@ -271,18 +273,45 @@ void fuzz_node_state(Input& in)
     REQUIRE(back == parsed);
 }
 
+// A watch message from etcd is text from outside: decoded or refused, and
+// what the re-check makes of a decoded one names only keys it held, each
+// once, and confirms only up to its barrier.
+void fuzz_watch(Input& in)
+{
+    const std::string line(reinterpret_cast<const char*>(in.p), in.n);
+    etcd::WatchMessage m;
+    std::string why;
+    if (!etcd::decode_watch_message(line, &m, &why)) {
+        REQUIRE(!why.empty());
+        return;
+    }
+    coord::HeldKeys keys;
+    keys.reset(7, 10);
+    keys.put("/p/shard/s/1", 1, 12);
+    keys.put("/p/shard/s/2", 2, 14);
+    if (!keys.begin(7, 20, &why))
+        __builtin_trap();
+    std::vector<int> lost;
+    const coord::HeldKeys::Step step = keys.feed(m, &lost, &why);
+    REQUIRE(lost.size() <= 2 && keys.size() + lost.size() == 2);
+    for (int i : lost)
+        REQUIRE(i == 1 || i == 2);
+    REQUIRE(keys.checked() == (step == coord::HeldKeys::Step::done ? 20 : 10));
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
 {
     if (size == 0)
         return 0;
     Input in{data + 1, size - 1};
-    switch (data[0] % 7) {
+    switch (data[0] % 8) {
     case 0: fuzz_trace(in); break;
     case 1: fuzz_presets(in); break;
     case 2: fuzz_layout(in); break;
     case 3: fuzz_text(in); break;
     case 4: fuzz_numbers(in); break;
     case 5: fuzz_node_state(in); break;
+    case 6: fuzz_watch(in); break;
     default: fuzz_engine(in); break;
     }
     return 0;

@@ -60,9 +60,9 @@ MEMBERS = ["e1", "e2", "e3"]
 # twice in every run (the second hands it back).
 KINDS = ["partition-etcd", "partition-client", "pause-node", "pause-coordinator", "pause-etcd", "kill-node",
          "kill-etcd", "kill-etcd-leader", "clock-restart"]
-# etcd losing its data (docs/coordination.md, "etcd loses its data"): at a
-# third and two thirds of a short run, every 300 s of a long one; each lasts
-# as long as the history's settling (a lease TTL and its margin) and a bit.
+# etcd losing its data (docs/coordination.md, "etcd loses its data"): twice
+# in a run of a minute or more, every 300 s of a long one; each lasts as
+# long as the history's settling (a lease TTL and its margin) and a bit.
 LOSSES = ["delete-prefix", "replace-etcd"]
 LOSS_S = LEASE_TTL_S + 1 + 2
 
@@ -557,10 +557,22 @@ def schedule(seed, seconds):
     # Twice the holder of node id 7 dies for longer than the lease, at a
     # quarter and at 60 % of the run; no other process fault on n3 or n4
     # overlaps those.
+    # (In a run of a minute up to ten, earlier: etcd's losses come after.)
+    shares = (0.15, 0.45) if 60 <= seconds < 600 else (0.25, 0.6)
     forced = [{"t": round(seconds * share, 2), "kind": "kill-holder", "target": "holder-7",
-               "d": float(LEASE_TTL_S + 4)} for share in (0.25, 0.6)]
-    # etcd loses its data: one of each in a short run, every 300 s in a long one.
-    losses = [seconds / 3, 2 * seconds / 3] if seconds < 600 else list(range(150, seconds - 60, 300))
+               "d": float(LEASE_TTL_S + 4)} for share in shares]
+    # etcd loses its data: twice in a run of a minute or more, every 300 s
+    # in a long one; never while node id 7's holder may be down (its
+    # restart waits for the other contender to hold the id, a few seconds), a
+    # node down while the new history settles cannot re-publish what it knows.
+    losses = ([0.7 * seconds, 0.85 * seconds] if seconds >= 60 else []) if seconds < 600 else list(
+        range(150, seconds - 60, 300))
+
+    def clear(t):
+        while any(t < g["t"] + g["d"] + 10 and t + LOSS_S + 2 > g["t"] for g in forced):
+            t += 1
+        return t
+    losses = [t for t in map(clear, losses) if t + LOSS_S + 2 < seconds]
     forced += [{"t": round(t, 2), "kind": LOSSES[i % 2], "target": "etcd-data", "d": float(LOSS_S)}
                for i, t in enumerate(losses)]
     def clash(f):

@@ -136,28 +136,31 @@ void Holder::claim_values(std::vector<int>& batch)
         // a claim that fails forgets it.
         if (fence_clock_ms() - listing_at_ms_ > 1000 || history_revision_ == 0)
             listing_slot_ = -1;
-        const bool listed = group.size() > 64 && (listing_slot_ == slot || read_claims(slot, nullptr, &listing_));
+        bool listed = group.size() > 64 && (listing_slot_ == slot || read_claims(slot, nullptr, &listing_));
         if (listed && listing_slot_ != slot)
             listing_slot_ = slot, listing_at_ms_ = fence_clock_ms();
         for (size_t k = 0; k < group.size() && held_ >= 0 && fence_clock_ms() - start < budget;) {
             SpaceRead part;
             const SpaceRead* read = &listing_;
+            size_t end = group.size();
             if (!listed) {
                 // A transaction of gets: two per value, within etcd's limit.
-                std::vector<int> chunk(group.begin() + long(k),
-                                       group.begin() + long(std::min(group.size(), k + (max_ops_ - 3) / 2)));
+                end = std::min(group.size(), k + (max_ops_ - 3) / 2);
+                std::vector<int> chunk(group.begin() + long(k), group.begin() + long(end));
                 if (!read_claims(slot, &chunk, &part))
                     return;
                 read = &part;
             }
-            const size_t done = commit_claims(group, k, *read);
+            const size_t done = commit_claims(group, k, end, *read);
             if (done == 0) {
+                // The listing is stale: the rest from reads of their own.
                 listing_slot_ = -1;
+                listed = false;
                 // One of them was taken, or its mark moved, since the read:
                 // each alone, read again.
                 std::vector<int> one{group[k]};
                 if (read_claims(slot, &one, &part))
-                    commit_claims(one, 0, part);
+                    commit_claims(one, 0, 1, part);
                 k++;
             } else {
                 k += done;
@@ -171,12 +174,12 @@ void Holder::claim_values(std::vector<int>& batch)
     }
 }
 
-// Claims values of `group` from `from` on, as many as one transaction
-// holds: each decided from `read` as a claim of its own would be, claimed
+// Claims values of `group` from `from` on (before `end`: those `read`
+// holds), as many as one transaction holds: each decided from `read` as a claim of its own would be, claimed
 // together. Returns how many it took from the group (decided, whether
 // claimed or not); 0 when the transaction failed (one of them was taken,
 // or its mark moved, since the read: the caller tries it alone).
-size_t Holder::commit_claims(const std::vector<int>& group, size_t from, const SpaceRead& read)
+size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t end, const SpaceRead& read)
 {
     ShardClaims* t = shard_claims();
     const uint64_t key0 = t->entries[group[from]].key.load();
@@ -238,7 +241,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, const S
     std::vector<Plan> plans;
     const std::string me = coord::holder_value(this_node());
     size_t k = from;
-    for (; k < group.size(); k++) {
+    for (; k < end; k++) {
         const int i = group[k];
         ShardClaim& e = t->entries[i];
         const uint64_t key = e.key.load();

@@ -38,17 +38,30 @@ void Holder::confirmed_until(int64_t fence_ms)
 // The check itself: this node's ping, then the watch from the last
 // revision checked up to it (or a listing, when etcd compacted that
 // history). False (why) when it could not be made: nothing is confirmed.
-bool Holder::recheck(std::string* why)
+bool Holder::recheck(std::string* why, bool* start_over)
 {
+    *start_over = false;
+    // The ping also confirms the node key held (its window is not always
+    // due for a renewal: a floor far ahead keeps it so for a while).
     etcd::Txn ping;
     const std::string pkey = coord::ping_key(prefix_, lease_);
-    if (!client_.txn(etcd::encode_txn({}, {{true, pkey, std::to_string(fence_clock_ms()), lease_}}, {}), &ping, why)) {
+    const std::vector<etcd::Op> put{{true, pkey, std::to_string(fence_clock_ms()), lease_}};
+    std::vector<etcd::Compare> node;
+    if (claimed_ >= 0)
+        node.push_back({etcd::Compare::Target::lease, coord::node_key(prefix_, claimed_), 0, lease_});
+    if (!client_.txn(etcd::encode_txn(node, put, put), &ping, why)) {
         *why = "could not write \"" + pkey + "\": " + *why;
         return false;
     }
     answered();
-    if (!held_keys_.begin(ping.header.cluster_id, ping.header.revision, why))
+    if (!ping.succeeded)
+        lose_claim("the key \"" + coord::node_key(prefix_, claimed_) + "\" is no longer held by lease " + lease_);
+    if (!held_keys_.begin(ping.header.cluster_id, ping.header.revision, why)) {
+        // Not the etcd this lease's keys were written to (replaced, or
+        // restored from an older snapshot): nothing of it can be confirmed.
+        *start_over = true;
         return false;
+    }
     std::vector<int> lost;
     bool compacted = false;
     const etcd::Client::WatchSink sink = [&](const etcd::WatchMessage& m, std::string* w) {
@@ -134,13 +147,20 @@ void Holder::confirm_values()
     if (shard_claims() == nullptr)
         return;
     std::string why;
-    if (!recheck(&why)) {
+    bool start_over = false;
+    if (!recheck(&why, &start_over)) {
         CoordShared& c = coord_shared();
         SpinLockAcquire(&c.mutex);
         c.rechecks_failed++;
         SpinLockRelease(&c.mutex);
         error(Condition::unconfirmed, "the shard values this node holds could not be re-confirmed (" + why +
                                           "): they stop at the fence of the last renewal confirmed");
+        if (start_over) {
+            // Its keys are not in this etcd: the claim and the lease are
+            // given up, and the node claims anew (under etcd's history).
+            lose_claim(why);
+            lease_.clear();
+        }
         return;
     }
     ended(Condition::unconfirmed);

@@ -390,11 +390,16 @@ void Holder::step()
     // transaction that compared it and failed reads it again here).
     if (!ensure_history())
         return;
+    // Under a new history (etcd lost its data), the counters are raised to
+    // this node's floors at once, whether or not it holds a node id (one
+    // whose id another node took meanwhile still used its values), before
+    // the history settles: no node takes a counter value before then
+    // (serve_counters()).
+    if (counters_history_ != history_.token)
+        raise_counters();
     if (held_ < 0)
         claim();
-    // Once per claim, the counters in etcd are raised to this node's
-    // floors: at once, before a new history settles (no node takes a
-    // counter value before then: serve_counters()).
+    // And once per claim.
     if (claimed_ >= 0 && !counters_raised_)
         counters_raised_ = raise_counters();
     if (held_ >= 0)

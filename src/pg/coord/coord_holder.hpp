@@ -90,7 +90,7 @@ private:
         bool any_want = false;
     };
     bool read_claims(int slot, const std::vector<int>* batch, SpaceRead* out);
-    size_t commit_claims(const std::vector<int>& group, size_t from, const SpaceRead& read);
+    size_t commit_claims(const std::vector<int>& group, size_t from, size_t end, const SpaceRead& read);
     void claimed(const Plan& plan, const Slot& slot, int64_t revision, size_t together);
     // The last listing of a claim space (thousands of values claimed at
     // once), with this node's own claims added since; forgotten when a
@@ -109,7 +109,7 @@ private:
     // What the node holds, re-confirmed with every renewal
     // (src/pg/coord/coord_confirm.cpp; the rules: src/core/coord/recheck.hpp).
     void confirm_values();
-    bool recheck(std::string* why);
+    bool recheck(std::string* why, bool* start_over);
     void confirmed_until(int64_t fence_ms);
     void forget_unused_keys();
     void move_bounds(std::vector<int>& due);

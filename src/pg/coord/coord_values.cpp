@@ -22,8 +22,10 @@ namespace {
 // At most this long serving values in one round: the lease's renewal
 // comes first.
 constexpr int64_t serve_budget_ms = 200;
-// A busy or refused value is asked for again this often.
+// A busy or refused value is asked for again this often (one that
+// shardid.shards declares, every declared_retry_ms).
 constexpr int64_t retry_every_ms = 100;
+constexpr int64_t declared_retry_ms = 1000;
 // A value released by hand is not claimed again by this node before this,
 // so that a node waiting for it can take it.
 constexpr int64_t handover_pause_ms = 1000;
@@ -113,7 +115,11 @@ void Holder::serve_values()
             if (forgotten)
                 free_entry(e);
             else if (now >= w.next_try_ms) {
-                w.next_try_ms = now + retry_every_ms;
+                // A declared value held elsewhere (a range moving here, its
+                // old node not yet done) is asked for every second: a node
+                // waiting for thousands must not read them all ten times
+                // a second.
+                w.next_try_ms = now + (declared ? declared_retry_ms : retry_every_ms);
                 to_claim.push_back(i);
             }
             break;
