@@ -201,14 +201,10 @@ bool Client::watch(const std::string& body, const WatchSink& sink, std::string* 
     return call(why, [&] {
         std::string transport;
         for (size_t tried = 0; tried < config_.endpoints.size(); tried++) {
-            if (tried > 0)
-                current_ = (current_ + 1) % config_.endpoints.size();
-            if (!config_.user.empty() && token_.empty() && !authenticate(why)) {
-                if (why->find("authentication as") == 0) {
-                    failure_ = Failure::unauthorized;
+            const Ready ready = next_endpoint(tried, &transport, why);
+            if (ready != Ready::yes) {
+                if (ready == Ready::stop)
                     return false;
-                }
-                transport = *why;
                 continue;
             }
             bool token = false;
@@ -227,6 +223,23 @@ bool Client::watch(const std::string& body, const WatchSink& sink, std::string* 
         failure_ = Failure::transport;
         return false;
     });
+}
+
+// The endpoint to try next (the current one first), authenticated when a
+// user is configured: stop when etcd refused the credentials (not a dead
+// endpoint), skip (with why in *transport) when it did not answer.
+Client::Ready Client::next_endpoint(size_t tried, std::string* transport, std::string* why)
+{
+    if (tried > 0)
+        current_ = (current_ + 1) % config_.endpoints.size();
+    if (config_.user.empty() || !token_.empty() || authenticate(why))
+        return Ready::yes;
+    if (why->find("authentication as") == 0) {
+        failure_ = Failure::unauthorized;
+        return Ready::stop;  // etcd answered: wrong credentials, not a dead endpoint
+    }
+    *transport = *why;
+    return Ready::skip;
 }
 
 bool Client::authenticate(std::string* why)
@@ -249,14 +262,10 @@ bool Client::post(const char* path, const std::string& body, std::string* answer
     std::string transport;
     failure_ = Failure::transport;
     for (size_t tried = 0; tried < config_.endpoints.size(); tried++) {
-        if (tried > 0)
-            current_ = (current_ + 1) % config_.endpoints.size();
-        if (!config_.user.empty() && token_.empty() && !authenticate(why)) {
-            if (why->find("authentication as") == 0) {
-                failure_ = Failure::unauthorized;
-                return false;  // etcd answered: wrong credentials, not a dead endpoint
-            }
-            transport = *why;
+        const Ready ready = next_endpoint(tried, &transport, why);
+        if (ready != Ready::yes) {
+            if (ready == Ready::stop)
+                return false;
             continue;
         }
         long status = 0;

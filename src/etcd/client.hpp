@@ -99,6 +99,8 @@ private:
     bool send(const char* path, const std::string& body, int (*append)(void*, const char*, size_t), void* to,
               long* status, std::string* why);
     bool watch_once(const std::string& body, const WatchSink& sink, bool* retry_token, std::string* why);
+    enum class Ready { yes, skip, stop };
+    Ready next_endpoint(size_t tried, std::string* transport, std::string* why);
     bool authenticate(std::string* why);
     template <typename F>
     bool call(std::string* why, F&& f);

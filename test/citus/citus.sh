@@ -93,7 +93,8 @@ cnode_up w1 $((base + 1)) "$src" && cnode_up w2 $((base + 2)) "$src" || { fail "
 q c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null
 cnode_add w1 && cnode_add w2 || { fail "citus: citus_cnode_add failed"; exit 1; }
 q c -c "CREATE EXTENSION shardid" >/dev/null
-check "CREATE EXTENSION shardid on the coordinator reaches both workers" "1.2 1.2" \
+version=$(sed -n "s/^default_version = '\\(.*\\)'/\\1/p" shardid.control)
+check "CREATE EXTENSION shardid on the coordinator reaches both workers" "$version $version" \
     "$(q w1 -c "SELECT extversion FROM pg_extension WHERE extname = 'shardid'") $(q w2 -c "SELECT extversion FROM pg_extension WHERE extname = 'shardid'")"
 for n in c w1 w2; do
     check "node_id_source = citus: $n's node id is its Citus group id" \

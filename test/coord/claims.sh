@@ -307,9 +307,4 @@ if want 7; then
 fi
 
 # No server process crashed in any section.
-for n in "${!dir_of[@]}"; do
-    [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
-    grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
-        fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"
-done
-true
+no_crashes

@@ -108,3 +108,16 @@ kill9() {
     kill -9 "$pid" $(pgrep -P "$pid") 2>/dev/null
     sleep 0.2
 }
+
+# no_crashes [NODE...]: a FAIL line for each node (all of them when none
+# is named) whose server log records a crashed process; true otherwise.
+no_crashes() {
+    local n nodes=("$@")
+    [ ${#nodes[@]} -eq 0 ] && nodes=("${!dir_of[@]}")
+    for n in "${nodes[@]}"; do
+        [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
+        grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
+            fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"
+    done
+    true
+}

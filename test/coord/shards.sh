@@ -612,9 +612,4 @@ if want 13; then
     cluster_stop "${dir_of[zc]}" fast
 fi
 
-for n in a b c d e f g h s x y u v k l m o j n w r za zb zc; do
-    [ -f "${dir_of[$n]:-/none}/server.log" ] || continue
-    grep -q "was terminated by signal\|server process .* terminated" "${dir_of[$n]}/server.log" &&
-        fail "a process of $n crashed: $(grep -m1 'terminated' "${dir_of[$n]}/server.log")"
-done
-true
+no_crashes

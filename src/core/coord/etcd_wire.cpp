@@ -37,6 +37,22 @@ bool parse_object(const std::string& body, json* out, std::string* why)
     return true;
 }
 
+// Decimal digits, whole, at most `limit`.
+bool digits(const std::string& s, uint64_t limit, uint64_t* out)
+{
+    if (s.empty() || s.size() > 20)
+        return false;
+    uint64_t r = 0;
+    for (char c : s) {
+        const uint64_t d = uint64_t(c - '0');
+        if (c < '0' || c > '9' || r > (limit - d) / 10)
+            return false;
+        r = r * 10 + d;
+    }
+    *out = r;
+    return true;
+}
+
 // An int64 sent as a JSON string of digits (or, leniently, a JSON integer);
 // absent is `fallback`.
 bool get_int(const json& j, const char* name, int64_t fallback, int64_t* out)
@@ -53,18 +69,11 @@ bool get_int(const json& j, const char* name, int64_t fallback, int64_t* out)
     if (!v.is_string())
         return false;
     const std::string s = v.get<std::string>();
-    if (s.empty() || s.size() > 20)
+    const bool negative = !s.empty() && s[0] == '-';
+    uint64_t r = 0;
+    if (!digits(negative ? s.substr(1) : s, uint64_t(INT64_MAX), &r))
         return false;
-    size_t i = s[0] == '-' ? 1 : 0;
-    if (i == s.size())
-        return false;
-    int64_t r = 0;
-    for (; i < s.size(); i++) {
-        if (s[i] < '0' || s[i] > '9' || r > (INT64_MAX - 9) / 10)
-            return false;
-        r = r * 10 + (s[i] - '0');
-    }
-    *out = s[0] == '-' ? -r : r;
+    *out = negative ? -int64_t(r) : int64_t(r);
     return true;
 }
 
@@ -88,19 +97,7 @@ bool get_uint(const json& j, const char* name, uint64_t* out)
         *out = v.get<uint64_t>();
         return true;
     }
-    if (!v.is_string())
-        return false;
-    const std::string s = v.get<std::string>();
-    if (s.empty() || s.size() > 20)
-        return false;
-    uint64_t r = 0;
-    for (char c : s) {
-        if (c < '0' || c > '9' || r > (UINT64_MAX - uint64_t(c - '0')) / 10)
-            return false;
-        r = r * 10 + uint64_t(c - '0');
-    }
-    *out = r;
-    return true;
+    return v.is_string() && digits(v.get<std::string>(), UINT64_MAX, out);
 }
 
 // The answer's header (absent: zeros); false when it is there and malformed.
