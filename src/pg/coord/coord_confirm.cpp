@@ -153,8 +153,15 @@ void Holder::confirm_values()
         SpinLockAcquire(&c.mutex);
         c.rechecks_failed++;
         SpinLockRelease(&c.mutex);
-        error(Condition::unconfirmed, "the shard values this node holds could not be re-confirmed (" + why +
-                                          "): they stop at the fence of the last renewal confirmed");
+        // etcd not answering is an outage like any other (its end logs how
+        // long it lasted); an answer that does not do is a condition of
+        // its own. Either way nothing is confirmed.
+        const std::string what = "the shard values this node holds could not be re-confirmed (they stop at the "
+                                 "fence of the last renewal confirmed)";
+        if (client_.last_failure() == etcd::Failure::transport || client_.last_failure() == etcd::Failure::unauthorized)
+            failed(what, why);
+        else
+            error(Condition::unconfirmed, what + ": " + why);
         if (start_over) {
             // Its keys are not in this etcd: the claim and the lease are
             // given up, and the node claims anew (under etcd's history).
