@@ -13,7 +13,7 @@
 #                       returns 2 when there is neither source nor build, or
 #                       when Citus does not support this PostgreSQL
 #   citus_root_ensure V the vendored source into V's Debian root and Citus
-#                       built there (the 17 root's Citus suite)
+#                       built there (the 17 and 18 roots' Citus suite)
 #   cnode_up NAME PORT CONF...  a new Citus node (TCP on 127.0.0.1), running,
 #                       with the citus extension; cnode_start, cnode_stop,
 #                       cnode_conf NAME LINE..., cq NAME PSQL-ARGS...,
@@ -21,15 +21,24 @@
 #                       cnodes_stop (all of them, immediately)
 #
 # Needs root for apt-get and the copy (as_root); CI runs as root.
-CITUS_VERSION=13.2.2
+# Which Citus goes with which PostgreSQL: 13.2.2 with 15 (Citus 14 dropped
+# it), 14.0.1 with 16 to 18 (Citus 13 ends at 17); none with 19 yet.
+citus_version_for() { case $1 in 15) echo 13.2.2 ;; 16 | 17 | 18) echo 14.0.1 ;; *) echo none ;; esac; }
+CITUS_VERSION=$(citus_version_for "${PG_MAJOR:-15}")
 citus_stage() { echo "$SHARDID_ROOTS/citus-$CITUS_VERSION-pg$PG_MAJOR"; }
 # Every program the build calls that minbase lacks (patch, for the vendored
-# patch) and the libraries Citus links with (ICU: PostgreSQL 17's headers include it).
-citus_deps="patch libicu-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev libselinux1-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+# patch) and the libraries Citus links with (ICU: PostgreSQL 17's headers
+# include it; libcurl: Citus 14 is built with it, its citus.so does not load
+# without; libselinux1-dev: Debian 12's PostgreSQL 15 links it, sid has none).
+citus_deps="patch libicu-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+case $CITUS_VERSION in
+13.*) citus_deps+=" libselinux1-dev"; citus_configure=(--without-libcurl) ;;
+*) citus_deps+=" libcurl4-openssl-dev"; citus_configure=() ;;
+esac
 
 citus_source() {
     local d
-    for d in ${SHARDID_VENDOR:-} "$PWD/../shared/vendor"; do
+    for d in ${SHARDID_VENDOR:-} "$PWD/../shared/vendor" "$PWD/scripts/citus"; do
         if [ -f "$d/citus-$CITUS_VERSION.tar.gz" ]; then
             (cd "$d" && pwd)
             return 0
@@ -76,6 +85,12 @@ citus_ensure_locked() {
               as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
                   >/dev/null; } || return 1
     fi
+    # The patches beside the tarball, else this repository's (scripts/citus).
+    local patches=() p
+    for p in "$src"/citus-"$CITUS_VERSION"-*.patch; do [ -f "$p" ] && patches+=("$p"); done
+    if [ ${#patches[@]} -eq 0 ]; then
+        for p in "$PWD"/scripts/citus/citus-"$CITUS_VERSION"-*.patch; do [ -f "$p" ] && patches+=("$p"); done
+    fi
     log "building Citus $CITUS_VERSION for PostgreSQL $PG_MAJOR into $stage (once per machine)"
     build=$(mktemp -d "${TMPDIR:-/tmp}/shardid-citus.XXXXXX")
     new="$stage.new"
@@ -84,8 +99,8 @@ citus_ensure_locked() {
         cd "$build"
         tar -xzf "$src/citus-$CITUS_VERSION.tar.gz"
         cd "citus-$CITUS_VERSION"
-        for p in "$src"/citus-"$CITUS_VERSION"-*.patch; do [ -f "$p" ] && patch -s -p1 <"$p"; done
-        ./configure --without-libcurl PG_CONFIG="$PG_CONFIG" >"$build/configure.log" 2>&1
+        for p in "${patches[@]}"; do patch -s -p1 <"$p"; done
+        ./configure "${citus_configure[@]}" PG_CONFIG="$PG_CONFIG" >"$build/configure.log" 2>&1
         # A background build: it gives way to the suites that run meanwhile.
         nice -n 19 make -s -j2 with_llvm=no >"$build/make.log" 2>&1
         as_root rm -rf "$new"
@@ -137,11 +152,11 @@ citus_available() {
     citus_install || { echo "FAIL citus: could not install the staged Citus"; return 1; }
 }
 
-# Citus on the other PostgreSQL versions: 13.2.2 supports 15 to 17, so its
-# suite runs natively on 15 and in the 17 root (scripts/roots.sh); 18 and 19
-# are listed as skipped, with this reason.
-citus_supports() { case $1 in 15 | 16 | 17) return 0 ;; *) return 1 ;; esac; }
-citus_unsupported_why() { echo "Citus $CITUS_VERSION supports PostgreSQL 15 to 17, not $1"; }
+# Citus on the other PostgreSQL versions: its suite runs natively on 15
+# (13.2.2) and in the 17 and 18 roots (14.0.1, scripts/roots.sh); 19 is
+# listed as skipped, with this reason.
+citus_supports() { [ "$(citus_version_for "$1")" != none ]; }
+citus_unsupported_why() { echo "no Citus release supports PostgreSQL $1 yet (Citus 14.0.1: 16 to 18; 13.2.2: 15 to 17)"; }
 # citus_root_ensure V: the vendored source into V's root (/build/vendor),
 # then Citus built and staged inside it (cached there, like the root).
 # Needs root_copy_source V first (the build runs these scripts).

@@ -35,6 +35,7 @@ root_packages() {
     # pg_partman 5 for the partitioning tests (trixie ships 5.2), and
     # psycopg2 for the Citus suite's load (test/citus/load.py).
     [ "$1" = 17 ] && extra=" postgresql-17-partman python3-psycopg2"
+    [ "$1" = 18 ] && extra=" python3-psycopg2"
     # The README's package commands (mk-build-deps) run on 15's root.
     [ "$1" = 15 ] && extra=" devscripts equivs"
     echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \

@@ -36,7 +36,7 @@ roots_log=$(mktemp)
 ( renice -n 19 -p "$BASHPID" >/dev/null 2>&1; ionice -c 3 -p "$BASHPID" 2>/dev/null
   for v in $versions; do
       root_ensure "$v" >>"$roots_log" 2>&1 || continue
-      # Citus for the roots' Citus suite, built inside the root (17).
+      # Citus for the roots' Citus suite, built inside the root (17, 18).
       if citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && citus_source >/dev/null 2>&1; then
           { root_copy_source "$v" && citus_root_ensure "$v"; } >>"$roots_log" 2>&1
       fi
@@ -119,8 +119,8 @@ for v in $versions; do
     root_copy_source "$v" || { broken "PG $v (Debian root)" "could not copy the source"; continue; }
     suites="package integration tap"
     [ "$v" = 17 ] && suites+=" partman"
-    # Citus' suite where Citus supports the version (17), listed as skipped
-    # where it does not (18, 19).
+    # Citus' suite where a Citus release supports the version (17 and 18:
+    # Citus 14), listed as skipped where none does (19).
     if citus_supports "$v"; then
         suites+=" citus"
     else

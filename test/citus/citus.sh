@@ -8,7 +8,8 @@
 #   1 CREATE EXTENSION shardid on the coordinator reaches the workers;
 #     shardid.node_id_source = citus: each node's id is its group id; a
 #     node not yet in a cluster refuses (55000) instead of issuing under
-#     group 0, the coordinator's.
+#     group 0, the coordinator's; a worker of a cluster whose metadata has
+#     no coordinator refuses at once, with the coordinator's hint.
 #   2 create_layout() on the coordinator (before: "distributed functions are
 #     not allowed to depend on an extension"); the layout on every worker;
 #     create_layout() on a worker refused (55000); per-shard defaults
@@ -19,8 +20,12 @@
 #     EXTENSION and with every change, or with none (a rollback); a
 #     worker's own writes refused.
 #   2c a worker that missed a ring change (disabled, then without
-#     metadata) refuses its stale copy; shardid_sync_keys() repairs it
+#     metadata) refuses its stale copy, to Citus' connections and to an
+#     ordinary role connected to it alike; shardid_sync_keys() repairs it
 #     and names the workers it cannot reach.
+#   2d a change of the ring prepared on a worker whose COMMIT PREPARED was
+#     lost: every backend of the worker refuses the key until Citus'
+#     recovery commits it, then uses the coordinator's new secret.
 #   3 a load through all three nodes for CITUS_SECONDS (60) on every write
 #     path (test/citus/load.py: router, multi-row, COPY, reference table,
 #     tenant schemas, INSERT ... SELECT pushed down and repartitioned),
@@ -111,6 +116,23 @@ contains "... naming its group, 0 (issue 48: it said -1)" "$err" "Citus group 0 
 check "... and shardid_coordination() says misconfigured" "misconfigured" \
     "$(q w3 -c "SELECT state FROM shardid_coordination()")"
 q w3 -c "DROP EXTENSION shardid" >/dev/null
+# A cluster whose metadata has no coordinator (no citus_set_coordinator_host(),
+# as in most of Citus' own test clusters): x1 the coordinator, x2 its worker.
+# Issue 58: the coordinator refused at once with a hint, but a worker's
+# statements waited about 50 s before they gave up.
+cnode_up x1 $((base + 13)) "$src" && cnode_up x2 $((base + 14)) "$src" || stop_suite "x1 or x2 did not start"
+q x1 -c "CREATE EXTENSION shardid" -c "SELECT citus_add_node('127.0.0.1', $((base + 14)))" >/dev/null ||
+    fail "x1: citus_add_node(x2) failed"
+t0=$(date +%s%3N)
+err=$(q_err x2 "SELECT next_trace_id()")
+took=$(($(date +%s%3N) - t0))
+contains "a worker whose cluster's metadata has no coordinator refuses to issue (55000)" "$err" "55000"
+contains "... saying the coordinator is not in the metadata" "$err" "Citus coordinator of this node's group"
+contains "... with the coordinator's hint" "$err" "citus_set_coordinator_host"
+check "... at once (under 2 s; before: about 50 s)" "t" "$([ "$took" -lt 2000 ] && echo t || echo "f ($took ms)")"
+contains "... as its coordinator does" "$(q_err x1 "SELECT next_trace_id()")" "citus_set_coordinator_host"
+cnode_stop x1
+cnode_stop x2
 
 # Every scheme is unique across the cluster: the node-id schemes by the
 # group id, DecimalId generator ids and call-number run ids by the
@@ -311,6 +333,19 @@ q c -c "SELECT stop_metadata_sync_to_node('127.0.0.1', $w2port)" >/dev/null 2>&1
 err=$(q_err c "SELECT count(*) FROM ring_rows WHERE obfuscate_id(v, 'rotating') IS NOT NULL")
 contains "a distributed SELECT that obfuscates on w2, without metadata, is refused (55000)" "$err" "55000"
 contains "... saying w2 has no metadata" "$err" "without metadata"
+# An application connected to w2 directly, as an ordinary role, after a
+# change of the key on the coordinator that w2 could not get (issue 58:
+# 100 of 100 obfuscations differed from the coordinator's, reveals wrong,
+# no error; only Citus' own connections were refused).
+q c -c "SELECT drop_obfuscation_key('rotating')" -c "SELECT create_obfuscation_key('rotating')" >/dev/null
+opaque_r=$(q c -c "SELECT obfuscate_id(42, 'rotating')")
+watch_err() { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[$1]}" -U watcher -d postgres -X -At \
+    -c "\\set VERBOSITY verbose" -c "$2" 2>&1 >/dev/null | head -3 | tr '\n' ' '; }
+err=$(watch_err w2 "SELECT obfuscate_id(42, 'rotating')")
+contains "an ordinary role connected to w2 (no metadata) is refused its stale key (55000)" "$err" "55000"
+contains "... saying w2 has no metadata" "$err" "without metadata"
+err=$(watch_err w2 "SELECT reveal_id($opaque_r, 'rotating')")
+contains "... and a reveal of the coordinator's new value is refused too (before: a wrong number)" "$err" "55000"
 out=$(q c -c "SELECT shardid_sync_keys()" 2>&1)
 contains "shardid_sync_keys() names w2, which Citus does not reach" "$out" "Citus worker 127.0.0.1:$w2port (group 2) does not get the key ring"
 check "... and counts only w1 as reached (before: '2 keys sent', none arrived)" "1" "$(echo "$out" | tail -1)"
@@ -322,6 +357,49 @@ q c -c "SELECT shardid_sync_keys()" >/dev/null
 check "with metadata again and synced, every row obfuscates on its worker as on the coordinator" "1000" \
     "$(q c -c "$same_as_c" 2>&1)"
 q c -c "DROP TABLE ring_rows" -c "SELECT drop_obfuscation_key('rotating')" >/dev/null
+
+# --- 2d: a change of the ring prepared on a worker, its COMMIT PREPARED lost -------
+# Citus prepares the change on both workers, commits on the coordinator,
+# then sends COMMIT PREPARED; the connection to w1 breaks in between (here:
+# the coordinator's commit waits for a synchronous standby that does not
+# exist while w1's Citus connections are cut, then the wait is cancelled).
+# Issue 58: a backend of w1 that had used the key went on with the old
+# secret for 59 s, until Citus' recovery committed the change, and revealed
+# the coordinator's new values as wrong numbers.
+q c -c "SELECT create_obfuscation_key('twophase')" >/dev/null
+coproc W1K { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[w1]}" -U postgres -X -At -v VERBOSITY=terse 2>&1; }
+ask_w1k() { echo "$1" >&"${W1K[1]}"; read -r -t 30 answer <&"${W1K[0]}" || answer=none; echo "$answer"; }
+check "w1 obfuscates with the coordinator's key 'twophase'" "$(q c -c "SELECT obfuscate_id(42, 'twophase')")" \
+    "$(ask_w1k "SELECT obfuscate_id(42, 'twophase');")"
+q c -c "ALTER SYSTEM SET synchronous_standby_names = 'nobody'" -c "ALTER SYSTEM SET citus.recover_2pc_interval = -1" \
+    -c "SELECT pg_reload_conf()" >/dev/null
+q c -c "SET application_name = 'twophase_keyer'" -c "BEGIN" -c "SELECT drop_obfuscation_key('twophase')" \
+    -c "SELECT create_obfuscation_key('twophase')" -c "COMMIT" >"$cwork/twophase.out" 2>&1 &
+keyer=$!
+for _ in $(seq 150); do
+    [ "$(q c -c "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'twophase_keyer' AND wait_event = 'SyncRep'")" = 1 ] && break
+    sleep 0.1
+done
+q w1 -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name LIKE 'citus_internal%'" >/dev/null
+q c -c "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'twophase_keyer'" >/dev/null
+wait $keyer
+q c -c "ALTER SYSTEM RESET synchronous_standby_names" -c "SELECT pg_reload_conf()" >/dev/null
+contains "the coordinator committed, warning that w1 did not" "$(cat "$cwork/twophase.out")" "failed to commit transaction on"
+check "... the change is prepared on w1, not committed" "1" "$(q w1 -c "SELECT count(*) FROM pg_prepared_xacts")"
+secret_of() { q "$1" -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'twophase'"; }
+check "... and committed on w2" "$(secret_of c)" "$(secret_of w2)"
+opaque_2p=$(q c -c "SELECT obfuscate_id(42, 'twophase')")
+contains "w1's backend that used the key before refuses it while the change is prepared (before: the old secret, 59 s)" \
+    "$(ask_w1k "SELECT obfuscate_id(42, 'twophase');")" "is being changed on this Citus worker"
+err=$(q_err w1 "SELECT reveal_id($opaque_2p, 'twophase')")
+contains "... a new backend of w1 refuses to reveal the coordinator's new value (55000)" "$err" "55000"
+q c -c "SELECT recover_prepared_transactions()" >/dev/null
+check "once Citus recovered the change, w1's open backend obfuscates with the new secret" "$opaque_2p" \
+    "$(ask_w1k "SELECT obfuscate_id(42, 'twophase');")"
+check "... and w1 reveals the coordinator's new value" "42" "$(q w1 -c "SELECT reveal_id($opaque_2p, 'twophase')" 2>&1)"
+echo '\q' >&"${W1K[1]}" 2>/dev/null
+q c -c "ALTER SYSTEM RESET citus.recover_2pc_interval" -c "SELECT pg_reload_conf()" \
+    -c "SELECT drop_obfuscation_key('twophase')" >/dev/null
 
 else
     ring_pulled

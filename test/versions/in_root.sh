@@ -14,7 +14,7 @@
 #                postgresql-17-partman) managing tables partitioned by the
 #                time inside shardid's IDs
 #   citus        test/citus/citus.sh with Citus built in the root from the
-#                vendored source at $SHARDID_VENDOR (17)
+#                vendored source at $SHARDID_VENDOR (17 and 18: Citus 14.0.1)
 #
 # SHARDID_ROOT_SUITES names the suites (default: all three). Results are
 # appended to $SHARDID_RESULTS for the caller; ends with "N passed, N failed".

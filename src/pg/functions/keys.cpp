@@ -9,6 +9,7 @@
 extern "C" {
 #include "access/htup_details.h"
 #include "access/xact.h"
+#include "storage/procarray.h"
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "lib/stringinfo.h"
@@ -53,9 +54,15 @@ struct CachedKey {
     // coordinator again after every change of the cluster's metadata; a
     // change of the ring empties the cache (forget_keys()).
     uint64 confirmed = 0;
+    // Sent by a coordinator (shardid_key.from_coordinator).
+    bool from_coordinator = false;
+    // The statement (its start) in which a Citus worker last found no
+    // change of this key prepared and not yet committed.
+    TimestampTz unchanged_in = 0;
 };
 CachedKey keys[max_keys];
 int n_keys = 0;
+uint64 forgotten = 0;       // how many times the cache was emptied
 Oid key_ring = InvalidOid;  // the relation the cached keys were read from
 bool callback_registered = false;
 
@@ -65,15 +72,45 @@ bool callback_registered = false;
 // committed keys.
 void forget_keys(Datum, Oid relid)
 {
-    if (relid == InvalidOid || relid == key_ring)
+    if (relid == InvalidOid || relid == key_ring) {
         n_keys = 0;
+        forgotten++;
+    }
+}
+
+// True when a transaction other than this one has deleted or replaced the
+// ring's row and is not over: on a Citus worker, a change the coordinator
+// sent that is prepared here (two-phase commit) but not yet committed.
+// Until it is, the row this backend sees may no longer be the cluster's
+// key: the coordinator committed first, and a COMMIT PREPARED that did not
+// arrive (a connection broken in between) waits for Citus' recovery of
+// prepared transactions, a minute by default.
+bool change_pending(HeapTuple row)
+{
+    const HeapTupleHeader h = row->t_data;
+    if ((h->t_infomask & HEAP_XMAX_INVALID) != 0 || HEAP_XMAX_IS_LOCKED_ONLY(h->t_infomask))
+        return false;
+    const TransactionId xmax = HeapTupleHeaderGetUpdateXid(h);
+    return TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) && TransactionIdIsInProgress(xmax);
+}
+
+void refuse_pending(const char* name, int len)
+{
+    ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                    errmsg("obfuscation key \"%.*s\" is being changed on this Citus worker", len, name),
+                    errdetail("A change of the coordinator's key ring is prepared on this worker and not yet "
+                              "committed; until it is, this worker's copy of the key may no longer be the "
+                              "cluster's."),
+                    errhint("Retry once Citus has committed the change. A change left prepared by a broken "
+                            "connection is committed by Citus' recovery: on the coordinator, SELECT "
+                            "recover_prepared_transactions().")));
 }
 
 // Reads a key from the key ring, which the caller may not read itself
 // (src/pg/base/catalog.hpp: no SQL, nothing of the caller's runs). A name has one
 // row (the ring's trigger keeps it so, also through a restore); two rows,
 // written past the trigger, are refused rather than one picked silently.
-bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
+bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16], bool* from_coordinator)
 {
     const TableRows t = rows_with_key(nsp, "shardid_key", "name", name, len);
     if (t.relid != key_ring) {
@@ -99,6 +136,9 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
                                   (long long)group),
                         errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
                                 "its keys to every worker.")));
+    if (citus_local_group() > 0 && change_pending(row))
+        refuse_pending(name, len);
+    *from_coordinator = DatumGetBool(row_value(t, row, "from_coordinator"));
     bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
         ereport(ERROR,
@@ -139,7 +179,7 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
     if (key.confirmed == now)
         return;
     const int64 group = citus_local_group();
-    if (group == 0 && citus_worker_without_metadata())
+    if (group == 0 && citus_worker_without_metadata(key.from_coordinator))
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
                         errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
@@ -276,8 +316,22 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         pull_key(fcinfo, name, len, secret);
         return;
     }
+    const TimestampTz statement = GetCurrentStatementStartTimestamp();
     for (int i = 0; i < n_keys; i++)
         if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
+            // A Citus worker looks once per statement for a change of the
+            // key prepared here and not yet committed (change_pending()),
+            // which no invalidation announces.
+            if (keys[i].unchanged_in != statement && citus_local_group() > 0) {
+                const uint64 before = forgotten;
+                const TableRows t =
+                    rows_with_key(get_func_namespace(fcinfo->flinfo->fn_oid), "shardid_key", "name", name, len);
+                if (forgotten != before || t.rows == NIL || list_length(t.rows) > 1)
+                    break;  // the ring changed meanwhile: read the key again
+                if (change_pending(static_cast<HeapTuple>(linitial(t.rows))))
+                    refuse_pending(name, len);
+                keys[i].unchanged_in = statement;
+            }
             confirm_key(fcinfo, keys[i]);
             memcpy(secret, keys[i].secret, 16);
             return;
@@ -286,7 +340,9 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         CacheRegisterRelcacheCallback(forget_keys, (Datum)0);
         callback_registered = true;
     }
-    if (len > max_name_len || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
+    bool from_coordinator = false;
+    if (len > max_name_len ||
+        !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret, &from_coordinator))
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT),
                  errmsg("obfuscation key \"%.*s\" does not exist", len > max_name_len ? max_name_len : len, name),
@@ -298,6 +354,8 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
     key.name[len] = '\0';
     memcpy(key.secret, secret, 16);
     key.confirmed = 0;
+    key.from_coordinator = from_coordinator;
+    key.unchanged_in = statement;
     confirm_key(fcinfo, key);
     n_keys++;
 }

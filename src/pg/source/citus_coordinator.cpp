@@ -27,6 +27,12 @@ namespace shardid::pg {
 // caller needs no right on the coordinator.
 bool citus_coordinator_answer(const char* command, const char** answer)
 {
+    // Citus' function raises an error of its own there; refused here, at
+    // once, with shardid's hint.
+    if (!citus_coordinator_in_metadata()) {
+        *answer = "the coordinator is not in this node's Citus metadata (pg_dist_node has no group 0)";
+        return false;
+    }
     const Oid owner = shardid_extension().owner;
     Oid save_user;
     int save_sec;

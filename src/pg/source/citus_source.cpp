@@ -48,6 +48,7 @@ extern "C" {
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
 #include "pg/source/citus_declared.hpp"
+#include "pg/source/citus_metadata.hpp"
 #include "pg/source/citus_fence.hpp"
 
 extern "C" {
@@ -116,37 +117,6 @@ int64 usable_group_id()
     return -1;
 }
 
-// One int4 column of each row of a Citus metadata table in pg_catalog,
-// passed to `each` until it returns false. False when the table or the
-// column is missing. *uncommitted is set when a row passed was written by
-// this transaction (what it says may yet roll back).
-template <class Each>
-bool scan_int_column(const char* table, const char* column, bool* uncommitted, Each each)
-{
-    const Oid relid = get_relname_relid(table, PG_CATALOG_NAMESPACE);
-    if (!OidIsValid(relid))
-        return false;
-    const AttrNumber att = get_attnum(relid, column);
-    if (att == InvalidAttrNumber)
-        return false;
-    Relation rel = table_open(relid, AccessShareLock);
-    SysScanDesc scan = systable_beginscan(rel, InvalidOid, false, nullptr, 0, nullptr);
-    HeapTuple tuple;
-    while (HeapTupleIsValid(tuple = systable_getnext(scan))) {
-        bool isnull;
-        const Datum d = heap_getattr(tuple, att, RelationGetDescr(rel), &isnull);
-        if (isnull)
-            continue;
-        if (TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetXmin(tuple->t_data)))
-            *uncommitted = true;
-        if (!each(DatumGetInt32(d)))
-            break;
-    }
-    systable_endscan(scan);
-    table_close(rel, AccessShareLock);
-    return true;
-}
-
 // Registers forget_group() for Citus' node metadata of this database.
 void watch_metadata()
 {
@@ -166,23 +136,11 @@ void watch_metadata()
 }
 
 // Why this node has no group id to use, when it has none.
-enum class NoGroup { none, no_citus, local_rows, not_in_metadata };
+enum class NoGroup { none, no_citus, local_rows, not_in_metadata, no_coordinator };
 
 // Reads this node's group id into group_id (NoGroup::none), or says why
 // there is none. Reads only: works on a standby and in a read-only
 // transaction.
-// pg_dist_local_group's group id and how many rows it has (up to 2);
-// false without Citus.
-bool local_group(int64* local, int* rows, bool* uncommitted)
-{
-    *local = -1;
-    *rows = 0;
-    return scan_int_column("pg_dist_local_group", "groupid", uncommitted, [&](int32 g) {
-        *local = g;
-        return ++*rows < 2;
-    });
-}
-
 NoGroup read_group_id(int64* found, int* rows_out)
 {
     int64 local;
@@ -195,13 +153,21 @@ NoGroup read_group_id(int64* found, int* rows_out)
     *rows_out = rows;
     if (rows != 1)
         return NoGroup::local_rows;
+    // A worker's metadata names the coordinator too (group 0): without it
+    // nothing can confirm this server as its group's (the fence, the
+    // counters and the key ring all ask the coordinator), so it refuses at
+    // once rather than wait for an answer that cannot come.
     bool known = false;
+    bool coordinator = local == 0;
     scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32 g) {
-        known = g == local;
-        return !known;
+        known = known || g == local;
+        coordinator = coordinator || g == 0;
+        return !(known && coordinator);
     });
     if (!known)
         return NoGroup::not_in_metadata;
+    if (!coordinator)
+        return NoGroup::no_coordinator;
     // Kept for the backend's life only when committed: a cache holds only
     // committed state.
     if (!uncommitted) {
@@ -263,6 +229,15 @@ void raise_no_group(NoGroup why, int64 local, int rows)
                         errmsg("this node's Citus group %lld is not in the cluster's metadata", (long long)local),
                         errdetail("A node gets its group id when it is added to a Citus cluster; until then its "
                                   "group id is no one's own, and IDs under it could equal another node's."),
+                        errhint("On the coordinator, run SELECT citus_set_coordinator_host(...) once and "
+                                "SELECT citus_add_node(...) for each worker, then generate IDs again.")));
+        break;
+    case NoGroup::no_coordinator:
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        errmsg("the Citus coordinator of this node's group %lld is not in the cluster's metadata",
+                               (long long)local),
+                        errdetail("A worker issues IDs only while the coordinator confirms it as its group's "
+                                  "server, and the metadata does not say where the coordinator is."),
                         errhint("On the coordinator, run SELECT citus_set_coordinator_host(...) once and "
                                 "SELECT citus_add_node(...) for each worker, then generate IDs again.")));
         break;
@@ -453,31 +428,10 @@ const CitusSource citus;
 
 const NodeIdSource& citus_source() { return citus; }
 
-int64 citus_local_group()
-{
-    int64 local;
-    int rows;
-    bool uncommitted = false;
-    return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
-}
-
 uint64 citus_metadata_changes()
 {
     watch_metadata();
     return metadata_changes;
-}
-
-bool citus_worker_without_metadata()
-{
-    if (citus_local_group() != 0)
-        return false;
-    bool uncommitted = false;
-    bool any = false;
-    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32) {
-        any = true;
-        return false;
-    });
-    return !any && application_name != nullptr && strncmp(application_name, "citus_internal gpid=", 20) == 0;
 }
 
 const char* citus_group_problem(int64* group)
@@ -492,6 +446,8 @@ const char* citus_group_problem(int64* group)
     case NoGroup::not_in_metadata:
         return psprintf("this node's Citus group %lld is not in the cluster's metadata (pg_dist_node)",
                         (long long)local);
+    case NoGroup::no_coordinator:
+        return "the cluster's metadata (pg_dist_node) has no coordinator: run citus_set_coordinator_host() on it";
     }
     return nullptr;
 }

@@ -124,11 +124,16 @@ int64 citus_local_group();
 // cluster when it was n is confirmed again once it is not n.
 uint64 citus_metadata_changes();
 
-// True on a Citus worker without metadata running a query another node
-// sent: its group id reads 0 and its pg_dist_node is empty (as on a server
-// never in a cluster), but the backend is one of Citus' own connections
-// (application_name "citus_internal gpid=...").
-bool citus_worker_without_metadata();
+// True on a Citus worker without metadata: its group id reads 0 and its
+// pg_dist_node is empty (as on a server never in a cluster), but what it
+// uses came from a coordinator (from_coordinator: a key the coordinator
+// sent; stop_metadata_sync_to_node() leaves those rows behind), or the
+// backend is one of Citus' own connections (application_name
+// "citus_internal gpid=...").
+bool citus_worker_without_metadata(bool from_coordinator);
+
+// Whether this node's pg_dist_node names a coordinator (a row of group 0).
+bool citus_coordinator_in_metadata();
 
 // Runs `command` (one value) on this cluster's Citus coordinator as the
 // extension's owner; false when it could not (*answer: the error, for the

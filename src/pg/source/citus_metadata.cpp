@@ -1,0 +1,59 @@
+// Citus' node metadata as shardid reads it: this node's group id, whether
+// the metadata names a coordinator, whether this is a worker whose metadata
+// was taken away (src/pg/source/citus_metadata.hpp). Reads only.
+#include "pg/source/citus_metadata.hpp"
+
+#include <cstring>
+
+#include "pg/source/node_source.hpp"
+
+extern "C" {
+#include "utils/guc.h"
+}
+
+namespace shardid::pg {
+
+bool local_group(int64* local, int* rows, bool* uncommitted)
+{
+    *local = -1;
+    *rows = 0;
+    return scan_int_column("pg_dist_local_group", "groupid", uncommitted, [&](int32 g) {
+        *local = g;
+        return ++*rows < 2;
+    });
+}
+
+int64 citus_local_group()
+{
+    int64 local;
+    int rows;
+    bool uncommitted = false;
+    return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
+}
+
+bool citus_worker_without_metadata(bool from_coordinator)
+{
+    if (citus_local_group() != 0)
+        return false;
+    bool uncommitted = false;
+    bool any = false;
+    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32) {
+        any = true;
+        return false;
+    });
+    return !any && (from_coordinator ||
+                    (application_name != nullptr && strncmp(application_name, "citus_internal gpid=", 20) == 0));
+}
+
+bool citus_coordinator_in_metadata()
+{
+    bool uncommitted = false;
+    bool found = false;
+    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32 g) {
+        found = g == 0;
+        return !found;
+    });
+    return found;
+}
+
+}  // namespace shardid::pg
