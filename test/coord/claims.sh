@@ -141,8 +141,11 @@ loss_case() {  # SECTION NAME HOW...
         issue_for "$1" "$2" "next_snowflake_id(6)" snow & local p2=$!
         wait $p1 $p2
     }
+    # d asks for 30 s: after the loss, the history settles (a TTL and its
+    # margin), then the 10-second layout continues in the tick after that,
+    # up to 10 s more (a CI run with d asking 20 s saw no ID of it).
     load_pair c 4 & c_load=$!
-    load_pair d 20 & d_load=$!
+    load_pair d 30 & d_load=$!
     sleep 3
     lost=$(ms_now)
     "$@"
