@@ -88,13 +88,22 @@ deps_full() {
 # where the files are looked for: test/structure/build_deps.sh points it at
 # an empty directory to see what a clean machine would be given.
 ensure_deps() {
-    local missing=() want
-    while IFS= read -r want; do
-        [ -e "${DEPS_ROOT:-}${want%%:*}" ] || missing+=("${want#*:}")
-    done < <("deps_${1:-full}")
+    local wants=()
+    mapfile -t wants < <("deps_${1:-full}")
     if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
-        missing+=("postgresql-$PG_MAJOR")
+        wants+=("/nonexistent/postgres-user:postgresql-$PG_MAJOR")
     fi
+    ensure_packages "${wants[@]}"
+}
+
+# ensure_packages FILE:PACKAGE...: installs each package whose file is
+# missing (a command run alone, outside the test command, names what it
+# needs this way: test/nemesis/run.sh, test/citus/nemesis_run.sh).
+ensure_packages() {
+    local missing=() want
+    for want in "$@"; do
+        [ -e "${DEPS_ROOT:-}${want%%:*}" ] || missing+=("${want#*:}")
+    done
     [ ${#missing[@]} -eq 0 ] && return 0
     log "installing missing packages: ${missing[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq

@@ -28,3 +28,14 @@ COMMENT ON FUNCTION shardid_coordination() IS
     'are issued without a renewal, the time window recorded in etcd, endpoint, last error, whether the etcd password goes over http://; since the server started: seconds without a node id, episodes and '
     'seconds of expiring, late renewals, generations refused by cause, re-checks of the shard values held that could not be made, and seconds '
     'in which they were unconfirmed (a scrape every minute sees a 3 s outage); superusers and pg_monitor';
+
+-- On a Citus worker (the update comes from the coordinator, over Citus' own
+-- connection), the default key CREATE EXTENSION made is marked
+-- from_coordinator, as 1.3 makes it: the worker refuses it once its
+-- metadata is taken away (src/pg/functions/keys.cpp, confirm_key()).
+UPDATE shardid_key k SET from_coordinator = true
+WHERE k.made_by_install
+  AND pg_catalog.current_setting('application_name') OPERATOR(pg_catalog.~~) 'citus\_internal gpid=%';
+COMMENT ON COLUMN shardid_key.from_coordinator IS
+    'on a Citus worker: sent by the coordinator, which replaces it when its own changes (shardid_sync_keys()), '
+    'or made by the CREATE EXTENSION the coordinator sent';

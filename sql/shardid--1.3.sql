@@ -515,7 +515,8 @@ COMMENT ON TABLE shardid_key IS
 COMMENT ON COLUMN shardid_key.made_by_install IS
     'made by CREATE EXTENSION (the default key): a restored key of the same name replaces it';
 COMMENT ON COLUMN shardid_key.from_coordinator IS
-    'on a Citus worker: sent by the coordinator, which replaces it when its own changes (shardid_sync_keys())';
+    'on a Citus worker: sent by the coordinator, which replaces it when its own changes (shardid_sync_keys()), '
+    'or made by the CREATE EXTENSION the coordinator sent';
 REVOKE ALL ON shardid_key FROM PUBLIC;
 SELECT pg_catalog.pg_extension_config_dump('shardid_key', '');
 CREATE TRIGGER shardid_key_ring_changed
@@ -791,8 +792,13 @@ CREATE FUNCTION shardid_random_key() RETURNS bytea
 REVOKE EXECUTE ON FUNCTION shardid_random_key() FROM PUBLIC;
 COMMENT ON FUNCTION shardid_random_key() IS 'a random 16-byte secret for the key ring (superusers)';
 
-INSERT INTO shardid_key (name, secret, made_by_install)
-SELECT 'default', shardid_random_key(), true
+-- On a Citus worker the extension is made by the coordinator, over Citus'
+-- own connection: the default key made there is marked from_coordinator,
+-- so that the worker refuses it (as every key the coordinator gave it) once
+-- its metadata is taken away (src/pg/functions/keys.cpp, confirm_key()).
+INSERT INTO shardid_key (name, secret, made_by_install, from_coordinator)
+SELECT 'default', shardid_random_key(), true,
+       pg_catalog.current_setting('application_name') OPERATOR(pg_catalog.~~) 'citus\_internal gpid=%'
 WHERE NOT EXISTS (SELECT FROM shardid_key k WHERE k.name OPERATOR(pg_catalog.=) 'default');
 
 CREATE FUNCTION create_obfuscation_key(name text, secret bytea DEFAULT NULL) RETURNS void

@@ -18,7 +18,9 @@
 #     field, and a database without Citus, refused (55000).
 #   2b the key ring: the coordinator's, on every worker, from CREATE
 #     EXTENSION and with every change, or with none (a rollback); a
-#     worker's own writes refused.
+#     worker's own writes refused. On PostgreSQL 16 and later (each worker
+#     reads the coordinator's keys), a worker whose metadata was taken
+#     away refuses the default key its own CREATE EXTENSION made.
 #   2c a worker that missed a ring change (disabled, then without
 #     metadata) refuses its stale copy, to Citus' connections and to an
 #     ordinary role connected to it alike; shardid_sync_keys() repairs it
@@ -227,6 +229,17 @@ ring_pulled() {  # on PostgreSQL 16 and later
         "$(q c -c "SELECT call_number_decode('$number')")" "$(q w1 -c "SELECT call_number_decode('$number')" 2>&1)"
     err=$(q c -c "SELECT shardid_sync_keys()" 2>&1)
     contains "... shardid_sync_keys() says nothing needs sending" "$err" "Citus workers read the coordinator's key ring themselves on PostgreSQL $PG_MAJOR"
+    # A worker whose metadata was taken away holds only the default key its
+    # own CREATE EXTENSION made, which the coordinator sent (before: it
+    # obfuscated with that key, otherwise than the coordinator, no error).
+    local w2port=$((base + 2))
+    q c -c "SELECT stop_metadata_sync_to_node('127.0.0.1', $w2port)" >/dev/null 2>&1 || fail "stop_metadata_sync_to_node(w2) failed"
+    err=$(q_err w2 "SELECT obfuscate_id(42)")
+    contains "... w2 without metadata refuses the default key its CREATE EXTENSION made (55000)" "$err" "55000"
+    contains "... saying w2 has no metadata" "$err" "without metadata"
+    q c -c "SELECT start_metadata_sync_to_node('127.0.0.1', $w2port)" >/dev/null 2>&1 || fail "start_metadata_sync_to_node(w2) failed"
+    check "... with metadata again, w2 obfuscates as the coordinator does" "$(q c -c "SELECT obfuscate_id(42)")" \
+        "$(q w2 -c "SELECT obfuscate_id(42)" 2>&1)"
 }
 if [ "$PG_MAJOR" -lt 16 ]; then
 # --- 2b: the key ring --------------------------------------------------------------

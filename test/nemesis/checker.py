@@ -40,6 +40,7 @@ serving nodes whose successful operations under one node id overlap in
 time (a pause or a slow answer can make that harmless; an ID below a
 previous holder's is what it costs, and that is counted).
 """
+import bisect
 import collections
 import json
 import os
@@ -203,26 +204,43 @@ TICK_S = 60.0  # the minute layout's tick
 RECLAIM = {"kill-holder", "kill-node", "clock-restart", "delete-prefix", "replace-etcd"}
 
 
-def summary(ops, faults, start, end, ttl, wait, contenders=("n3", "n4"), lag=None):
+def counts(ops, faults, width=22):
+    """The summary's first lines: the faults by kind, the operations by outcome and scheme, and
+    availability: overall, with no fault, and per kind of fault overlapping the operation."""
     lines = []
     kinds = collections.Counter(f["kind"] for f in faults)
     lines.append(f"faults: {sum(kinds.values())} of {len(kinds)} kinds")
     for k, n in sorted(kinds.items()):
-        lines.append(f"  {k:<22} {n}")
+        lines.append(f"  {k:<{width}} {n}")
     outcomes = collections.Counter(o["outcome"] for o in ops)
     lines.append(f"operations: {len(ops)}  ok {outcomes['ok']}  failed {outcomes['fail']}  unknown {outcomes['unknown']}")
     per_scheme = collections.Counter(o["scheme"] for o in ops)
     lines.append("  by scheme: " + ", ".join(f"{s} {n}" for s, n in sorted(per_scheme.items())))
     lines.append("availability (ok / operations overlapping a fault of the kind):")
     overall = outcomes["ok"] / len(ops) if ops else 0
-    lines.append(f"  {'overall':<22} {overall:7.1%} of {len(ops)}")
-    calm = [o for o in ops if not any(overlaps(o, f) for f in faults)]
-    if calm:
-        lines.append(f"  {'no fault':<22} {sum(o['outcome'] == 'ok' for o in calm) / len(calm):7.1%} of {len(calm)}")
+    lines.append(f"  {'overall':<{width}} {overall:7.1%} of {len(ops)}")
+    # Each operation's kinds of fault, in one pass over the faults that
+    # start before it ends (sorted by start).
+    by_start = sorted(faults, key=lambda f: f["t"])
+    starts = [f["t"] for f in by_start]
+    tally = collections.defaultdict(lambda: [0, 0])  # kind (None: no fault) -> [ok, all]
+    for o in ops:
+        hit = {f["kind"] for f in by_start[:bisect.bisect_left(starts, o["t1"])] if f["t"] + f["d"] > o["t0"]}
+        for k in hit or {None}:
+            tally[k][0] += o["outcome"] == "ok"
+            tally[k][1] += 1
+    if None in tally:
+        good, n = tally[None]
+        lines.append(f"  {'no fault':<{width}} {good / n:7.1%} of {n}")
     for k in sorted(kinds):
-        hit = [o for o in ops if any(f["kind"] == k and overlaps(o, f) for f in faults)]
-        if hit:
-            lines.append(f"  {k:<22} {sum(o['outcome'] == 'ok' for o in hit) / len(hit):7.1%} of {len(hit)}")
+        if k in tally:
+            good, n = tally[k]
+            lines.append(f"  {k:<{width}} {good / n:7.1%} of {n}")
+    return lines
+
+
+def summary(ops, faults, start, end, ttl, wait, contenders=("n3", "n4"), lag=None):
+    lines = counts(ops, faults)
     lines.append("longest gap without a successful ID, per node, against its bound:")
     lines.append(f"  (bound: the end of the faults on the node, its links, its id or etcd during the gap, plus the")
     lines.append(f"  lease TTL {ttl:g} s, shardid.etcd_wait {wait:g} s and {RESTART_S:g} s for a restart, plus {TICK_S:g} s")
@@ -274,16 +292,24 @@ def summary(ops, faults, start, end, ttl, wait, contenders=("n3", "n4"), lag=Non
     return lines
 
 
-def main():
-    args = sys.argv[1:]
+def arguments(argv):
+    """A checker's command line: (DIR, control kind or None), or None for --self-test."""
+    args = list(argv)
     if args == ["--self-test"]:
-        return self_test()
+        return None
     control = None
     if "--control" in args:
         i = args.index("--control")
         control = args[i + 1]
         del args[i:i + 2]
-    d = args[0]
+    return args[0], control
+
+
+def main():
+    parsed = arguments(sys.argv[1:])
+    if parsed is None:
+        return self_test()
+    d, control = parsed
     ops = load(os.path.join(d, "history.jsonl"))
     tables_path = os.path.join(d, "tables.jsonl")
     tables = load(tables_path) if os.path.exists(tables_path) else None
@@ -323,11 +349,17 @@ def main():
                                                             for s in sorted({o["scheme"] for o in ops})))
     if few and control is None:
         valid = False
-    total = sum(found.values())
-    names = ["duplicates", "order violations", "below a previous holder", "shared counters", "key violations"]
+    return verdict(found, ["duplicates", "order violations", "below a previous holder", "shared counters",
+                           "key violations"], len(ops), valid, control)
+
+
+def verdict(found, names, n_ops, valid, control):
+    """Prints the last line, "anomalies: N (...), M operations", and returns the exit status: 0 exactly
+    when the verdict is valid and there is no anomaly (with a control: anomalies of its kind)."""
+    total = sum(found[n] for n in names)
     parts = ", ".join(f"{found[n]} {n}" for n in names)
-    print(f"anomalies: {total} ({parts}), {len(ops)} operations")
-    if not ops or not valid:
+    print(f"anomalies: {total} ({parts}), {n_ops} operations")
+    if not n_ops or not valid:
         return 1
     if control is not None:
         return 0 if found[control] > 0 else 1

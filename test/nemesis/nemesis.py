@@ -461,6 +461,38 @@ def wait(conn, deadline):
             select.select([], [conn.fileno()], [], left)
 
 
+def record(rec, t0, history, lock, rate):
+    """The operation into the history; then a pause, so that a client makes
+    about `rate` operations a second (a 30-minute history stays a size the
+    checker reads at once), and waits a tenth of a second after a failure."""
+    with lock:
+        history.append(rec)
+    pause = (0.1 if rec["outcome"] != "ok" else 0) + 1 / rate - (rec["t1"] - t0)
+    if pause > 0:
+        time.sleep(pause)
+
+
+def close(conn):
+    if conn is not None:
+        try:
+            conn.close()
+        except psycopg2.Error:
+            pass
+
+
+def answered(rec, e, conn):
+    """An operation that raised e, recorded in rec: failed, with its SQLSTATE
+    and message, when the server answered on a connection still open (True);
+    otherwise unknown (False: the connection is to be dropped)."""
+    code = getattr(e, "pgcode", None)
+    if isinstance(e, psycopg2.Error) and code and conn is not None and not conn.closed:
+        rec.update(outcome="fail", error=f"{code} {str(e).splitlines()[0]}")
+        return True
+    text = "timeout" if isinstance(e, Timeout) else (str(e).splitlines() or ["connection lost"])[0]
+    rec.update(outcome="unknown", error=text)
+    return False
+
+
 class Client(threading.Thread):
     def __init__(self, cid, node, proxy, seed, history, lock, stop):
         super().__init__(daemon=True)
@@ -475,11 +507,7 @@ class Client(threading.Thread):
         wait(self.conn, deadline)
 
     def drop(self):
-        if self.conn is not None:
-            try:
-                self.conn.close()
-            except psycopg2.Error:
-                pass
+        close(self.conn)
         self.conn = None
 
     def run(self):
@@ -500,27 +528,11 @@ class Client(threading.Thread):
                 wait(self.conn, deadline)
                 value, nid = cur.fetchone()
                 rec.update(outcome="ok", value=value, nid=nid)
-            except Timeout:
-                rec.update(outcome="unknown", error="timeout")
-                self.drop()
-            except psycopg2.Error as e:
-                code = getattr(e, "pgcode", None)
-                if code and self.conn is not None and not self.conn.closed:
-                    rec.update(outcome="fail", error=f"{code} {str(e).splitlines()[0]}")
-                else:
-                    rec.update(outcome="unknown", error=(str(e).splitlines() or ["connection lost"])[0])
+            except (Timeout, psycopg2.Error, OSError) as e:
+                if not answered(rec, e, self.conn):
                     self.drop()
-            except OSError as e:
-                rec.update(outcome="unknown", error=str(e))
-                self.drop()
             rec["t1"] = now()
-            with self.lock:
-                self.history.append(rec)
-            # Paced: about RATE operations a second per client, so that a
-            # 30-minute history stays a size the checker reads at once.
-            pause = (0.1 if rec["outcome"] != "ok" else 0) + 1 / RATE - (rec["t1"] - t0)
-            if pause > 0:
-                time.sleep(pause)
+            record(rec, t0, self.history, self.lock, RATE)
         self.drop()
 
 

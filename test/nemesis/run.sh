@@ -10,11 +10,15 @@
 # kind of anomaly the control exists for: same-id duplicates, no-mark IDs
 # below a previous holder).
 # The history and the schedule stay in the directory the run prints; the
-# same seed gives the same schedule. Uses the installed shardid (the test
-# command installs it; alone, run `make install` first).
+# same seed gives the same schedule. Installs the packages it needs; uses
+# the installed shardid (the test command installs it; alone, run `make
+# install` first).
 set -u
 cd "$(dirname "$0")/../.."
 . scripts/lib.sh
+# What it needs when run alone (the test command installs these anyway).
+ensure_packages "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" "/usr/bin/etcd:etcd-server" \
+    "/usr/bin/etcdctl:etcd-client" "/usr/bin/pgrep:procps" || { echo "could not install what the run needs"; exit 1; }
 control=()
 args=("$@")
 for ((i = 0; i < ${#args[@]}; i++)); do

@@ -81,3 +81,14 @@ missing=$(for p in $full_only; do grep -qE "(^| )$p( |$)" <<<"$(grep -m1 'RUN .*
 check "the full test command installs the rest" "" "$missing"
 grep -qE '^ensure_deps quick ' scripts/quick.sh && pass "scripts/quick.sh asks for the quick list" ||
     fail "scripts/quick.sh does not call ensure_deps quick"
+# The fault-injection runs docs/testing.md shows run alone install what
+# their Python needs (issue 59: test/nemesis/run.sh alone on a fresh
+# machine ended in "No module named 'psycopg2'"): each one's ensure_packages
+# line, run against a clean machine, would install python3-psycopg2.
+for runner in test/nemesis/run.sh test/citus/nemesis_run.sh; do
+    line=$(sed -n '/^ensure_packages /{:a;/\\$/{N;ba};p;q}' "$runner" | sed 's/||.*//; s/\\$//' | tr -d '\n')
+    : >"$tmp/ran"
+    ( as_root() { echo "RUN $*" >>"$tmp/ran"; }; DEPS_ROOT="$tmp/clean"; eval "$line" ) >/dev/null 2>&1
+    grep -q 'apt-get install.* python3-psycopg2' "$tmp/ran" && pass "$runner alone installs python3-psycopg2 on a fresh machine" ||
+        fail "$runner alone would not install python3-psycopg2 (its ensure_packages line: ${line:-none})"
+done

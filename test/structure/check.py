@@ -220,6 +220,40 @@ def check_commands(root):
     return fails
 
 
+# What a doc names must be in the repository a user clones (issue 59:
+# README named a tag, v1.2.0, that no clone of the branch has): a release
+# tag vX.Y.Z that git does not list, or a path under one of the tree's
+# folders, in backquotes or a link, that does not exist.
+TOP_FOLDERS = ("src", "test", "scripts", "docs", "bench", "sql", "debian", ".ci")
+
+
+def check_names(root):
+    fails = []
+    docs = [os.path.join(root, "README.md")] + sorted(
+        os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "docs")) for f in fs if f.endswith(".md"))
+    tags = set()
+    if os.path.isdir(os.path.join(root, ".git")):
+        tags = set(subprocess.run(["git", "-C", root, "tag", "-l"], capture_output=True, text=True).stdout.split())
+    tag = re.compile(r"(?<![\w.])v[0-9]+\.[0-9]+\.[0-9]+\b")
+    quoted = re.compile(r"`[^`]+`|\]\([^)]+\)")
+    path = re.compile(r"(?<![\w/.$~-])((?:" + "|".join(re.escape(t) for t in TOP_FOLDERS) +
+                      r")/[A-Za-z0-9_./+-]*[A-Za-z0-9_/])")
+    for doc in docs:
+        rel_doc = os.path.relpath(doc, root)
+        with open(doc, encoding="utf-8") as f:
+            for n, line in enumerate(f, 1):
+                urls = [u.span() for u in re.finditer(r"https?://\S+", line)]
+                for m in tag.finditer(line):
+                    if m.group(0) not in tags and not any(a <= m.start() < b for a, b in urls):
+                        fails.append(f"{rel_doc}:{n}: names the tag {m.group(0)}, which the repository lacks "
+                                     f"(only the branch is published: name a commit, scripts/release.sh)")
+                for q in quoted.finditer(line):
+                    for m in path.finditer(q.group(0)):
+                        if not os.path.exists(os.path.join(root, m.group(1))):
+                            fails.append(f"{rel_doc}:{n}: names {m.group(1)}, which the repository lacks")
+    return fails
+
+
 def errcodes():
     """PostgreSQL's errcodes.txt: macro and condition name -> SQLSTATE."""
     paths = sorted(glob.glob("/usr/share/postgresql/*/errcodes.txt"))
@@ -373,7 +407,7 @@ def check_release(root):
 
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("folders", check_folders),
           ("suites", check_suites),
-          ("settings", check_settings), ("commands", check_commands), ("errors", check_errors),
+          ("settings", check_settings), ("commands", check_commands), ("names", check_names), ("errors", check_errors),
           ("format", check_format), ("release", check_release), ("root", check_root)]
 
 
@@ -416,6 +450,8 @@ def plant(root, name):
             f.write(re.sub(r"^\| `shardid\.etcd_prefix` \|.*\n", "", text, flags=re.M))
     elif name == "commands":
         append("docs/etcd.md", "Stop it with `pg_ctl -D /tmp/x stop`.\n")
+    elif name == "names":
+        append("docs/install.md", "Build it with `git checkout v9.9.0` and `bash scripts/no_such_script.sh`.\n")
     elif name == "errors":
         append("src/pg/functions/trace.cpp", "static int planted = ERRCODE_DISK_FULL;\n")
     elif name == "format":
@@ -430,7 +466,7 @@ def self_test(root):
     bad = 0
     for name, fn in CHECKS:
         with tempfile.TemporaryDirectory() as tmp:
-            for part in ("src", "test", "docs", "bench", "sql", "debian"):
+            for part in ("src", "test", "docs", "bench", "sql", "debian", "scripts", ".ci"):
                 shutil.copytree(os.path.join(root, part), os.path.join(tmp, part),
                                 ignore=shutil.ignore_patterns("*.o", "__pycache__"))
             for part in ("README.md", ".clang-format", "shardid.control", ".gitignore", "META.json", "CHANGELOG.md"):

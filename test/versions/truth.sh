@@ -120,3 +120,22 @@ for what in "META.json version" "debian/changelog" "upgrade scripts lead" "CHANG
         echo "FAIL negative control: a control file at 9.9 alone passes the check \"$what\""
     fi
 done
+
+# A release found from the branch itself (README, docs/install.md: only
+# main is published, without tags): scripts/release.sh names the commit
+# that dated the latest release's CHANGELOG heading, and that commit's
+# control file names the release. In a shallow clone, a SKIP line.
+latest=$(sed -n 's/^## \([0-9][0-9.]*\) ([0-9]\{4\}-[0-9][0-9]-[0-9][0-9])$/\1/p' CHANGELOG.md | head -1)
+if [ "$(git rev-parse --is-shallow-repository 2>/dev/null)" != false ]; then
+    echo "SKIP release.sh: not a full git history (a shallow clone, or no .git)"
+elif commit=$(bash scripts/release.sh "$latest" 2>&1); then
+    check "scripts/release.sh $latest names a commit whose shardid.control is $latest and whose CHANGELOG dates it" \
+        "default_version = '$latest' 1" \
+        "$(git show "$commit:shardid.control" | grep -o "default_version = '[0-9.]*'") $(git show "$commit:CHANGELOG.md" | grep -cE "^## ${latest//./\\.} \([0-9]{4}-[0-9]{2}-[0-9]{2}\)$")"
+    check "... and its parent does not date it (the first such commit)" "0" \
+        "$(git show "$commit^:CHANGELOG.md" | grep -cE "^## ${latest//./\\.} \([0-9]{4}-[0-9]{2}-[0-9]{2}\)$")"
+else
+    fail "scripts/release.sh $latest: $commit"
+fi
+out=$(bash scripts/release.sh 0.1 2>&1) && fail "scripts/release.sh 0.1 names a commit: $out" ||
+    pass "scripts/release.sh refuses a release the history does not date: $out"

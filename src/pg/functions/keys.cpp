@@ -94,8 +94,12 @@ bool change_pending(HeapTuple row)
     return TransactionIdIsValid(xmax) && !TransactionIdIsCurrentTransactionId(xmax) && TransactionIdIsInProgress(xmax);
 }
 
-void refuse_pending(const char* name, int len)
+// Refuses the key whose ring row is `row` while a change of it is pending
+// (change_pending()). Only a Citus worker's ring changes that way.
+void refuse_if_pending(HeapTuple row, const char* name, int len)
 {
+    if (!change_pending(row))
+        return;
     ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                     errmsg("obfuscation key \"%.*s\" is being changed on this Citus worker", len, name),
                     errdetail("A change of the coordinator's key ring is prepared on this worker and not yet "
@@ -136,8 +140,8 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16], bool* from
                                   (long long)group),
                         errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which sends "
                                 "its keys to every worker.")));
-    if (citus_local_group() > 0 && change_pending(row))
-        refuse_pending(name, len);
+    if (citus_local_group() > 0)
+        refuse_if_pending(row, name, len);
     *from_coordinator = DatumGetBool(row_value(t, row, "from_coordinator"));
     bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
@@ -321,15 +325,17 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
             // A Citus worker looks once per statement for a change of the
             // key prepared here and not yet committed (change_pending()),
-            // which no invalidation announces.
-            if (keys[i].unchanged_in != statement && citus_local_group() > 0) {
-                const uint64 before = forgotten;
-                const TableRows t =
-                    rows_with_key(get_func_namespace(fcinfo->flinfo->fn_oid), "shardid_key", "name", name, len);
-                if (forgotten != before || t.rows == NIL || list_length(t.rows) > 1)
-                    break;  // the ring changed meanwhile: read the key again
-                if (change_pending(static_cast<HeapTuple>(linitial(t.rows))))
-                    refuse_pending(name, len);
+            // which no invalidation announces; any other node asks Citus'
+            // metadata once per statement, not once per call.
+            if (keys[i].unchanged_in != statement) {
+                if (citus_local_group() > 0) {
+                    const uint64 before = forgotten;
+                    const TableRows t =
+                        rows_with_key(get_func_namespace(fcinfo->flinfo->fn_oid), "shardid_key", "name", name, len);
+                    if (forgotten != before || t.rows == NIL || list_length(t.rows) > 1)
+                        break;  // the ring changed meanwhile: read the key again
+                    refuse_if_pending(static_cast<HeapTuple>(linitial(t.rows)), name, len);
+                }
                 keys[i].unchanged_in = statement;
             }
             confirm_key(fcinfo, keys[i]);

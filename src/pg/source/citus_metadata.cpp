@@ -31,29 +31,30 @@ int64 citus_local_group()
     return local_group(&local, &rows, &uncommitted) && rows == 1 ? local : -1;
 }
 
-bool citus_worker_without_metadata(bool from_coordinator)
-{
-    if (citus_local_group() != 0)
-        return false;
-    bool uncommitted = false;
-    bool any = false;
-    scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32) {
-        any = true;
-        return false;
-    });
-    return !any && (from_coordinator ||
-                    (application_name != nullptr && strncmp(application_name, "citus_internal gpid=", 20) == 0));
-}
+namespace {
 
-bool citus_coordinator_in_metadata()
+// Whether pg_dist_node has a row of the group (of any group: -1).
+bool node_of_group(int64 group)
 {
     bool uncommitted = false;
     bool found = false;
     scan_int_column("pg_dist_node", "groupid", &uncommitted, [&](int32 g) {
-        found = g == 0;
+        found = group < 0 || g == group;
         return !found;
     });
     return found;
 }
+
+}  // namespace
+
+bool citus_worker_without_metadata(bool from_coordinator)
+{
+    if (citus_local_group() != 0)
+        return false;
+    return !node_of_group(-1) && (from_coordinator || (application_name != nullptr &&
+                                                       strncmp(application_name, "citus_internal gpid=", 20) == 0));
+}
+
+bool citus_coordinator_in_metadata() { return node_of_group(0); }
 
 }  // namespace shardid::pg

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Each generator's cost against the last release, on this machine, in one
+# run: builds the last release's tree (the commit scripts/release.sh finds
+# on the branch) and the working tree, then installs them alternately on
+# one server (a restart after each) and times every call in each, ROUNDS
+# rounds in alternating order. Prints, per call, the nanoseconds above the
+# `i::bigint` floor of each round and the ratio new/old (median of the
+# rounds, and their spread), and the working tree's obfuscate_id() against
+# nextval() CACHE 1. Leaves the working tree installed. Installs into the
+# PostgreSQL of $PG_CONFIG: run it alone (not beside the test command).
+#   bash bench/against_release.sh [ROUNDS] [ROWS]      (defaults: 3, 1000000)
+set -eu
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ROUNDS=${1:-3}
+ROWS=${2:-1000000}
+REPS=3  # timings of each call in a round; the fastest counts
+
+ensure_deps quick
+base=$(bash scripts/release.sh)
+version=$(git show "$base:shardid.control" | sed -n "s/^default_version = '\(.*\)'/\1/p")
+work=$(pg_tmpdir)
+port=${BENCH_PORT:-55470}
+trap 'cluster_stop "$work/pg" immediate; rm -rf "$work"' EXIT
+mkdir -p "$work/old" "$work/pg"
+[ "$(id -u)" = 0 ] && chown postgres: "$work/pg"
+git archive "$base" | tar -x -C "$work/old"
+log "building $version ($(git rev-parse --short "$base")) and the working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', changed'))"
+make -s -j2 -C "$work/old" PG_CONFIG="$PG_CONFIG" >/dev/null
+make -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null
+for tree in old new; do
+    src=$([ $tree = old ] && echo "$work/old" || pwd)
+    make -s -C "$src" install PG_CONFIG="$PG_CONFIG" DESTDIR="$work/stage-$tree" >/dev/null
+done
+install_tree() { as_root cp -a "$work/stage-$1/." /; }
+
+cluster_init "$work/pg" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" \
+    "max_connections = 20" "shared_buffers = '128MB'" "jit = off"
+q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$work/pg" "$port" -At "$@"; }
+CALLS=("i::bigint" "nextval('s1')" "obfuscate_id(i)" "reveal_id(i)" "next_trace_id()" "next_id('l1ms')"
+    "next_decimal_id()" "next_call_number()")
+setup_db() {  # TREE: its database, made with that tree installed
+    q -d postgres -c "CREATE DATABASE db_$1" >/dev/null
+    q -d "db_$1" >/dev/null <<'SQL'
+CREATE EXTENSION shardid;
+CREATE SEQUENCE s1 CACHE 1;
+SELECT create_layout('l1ms', '2020-01-01 00:00+00', '1 millisecond', 41, 10, 12);
+CREATE FUNCTION t(expr text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz;
+BEGIN
+    t0 := clock_timestamp();
+    EXECUTE format('SELECT count(g) FROM (SELECT %s AS g FROM generate_series(1, %s) i) s', expr, n);
+    RETURN extract(epoch FROM clock_timestamp() - t0) * 1e9 / n;
+END $$;
+SQL
+}
+: >"$work/times"
+started=no
+for ((r = 1; r <= ROUNDS; r++)); do
+    order=$([ $((r % 2)) = 1 ] && echo "old new" || echo "new old")
+    for tree in $order; do
+        [ $started = yes ] && cluster_stop "$work/pg"
+        install_tree $tree
+        cluster_start "$work/pg" "$port"
+        started=yes
+        [ "$(q -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'db_$tree'")" = 1 ] || setup_db $tree
+        for call in "${CALLS[@]}"; do
+            best=$(q -d "db_$tree" -c "SELECT min(t(\$e\$$call\$e\$, $ROWS)) FROM generate_series(1, $REPS)")
+            printf '%s\t%s\t%s\t%s\n' "$tree" "$r" "$call" "$best" >>"$work/times"
+        done
+    done
+done
+cluster_stop "$work/pg"
+install_tree new
+echo "# each call against $version ($(git rev-parse --short "$base")), $ROUNDS rounds of $REPS x $ROWS rows, PostgreSQL $PG_MAJOR, $(nproc) cores, $(date -u +%Y-%m-%d)"
+python3 - "$work/times" "$ROUNDS" <<'PY'
+import collections, statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+t = {(tree, int(r), call): float(ns) for tree, r, call, ns in rows}
+rounds = range(1, int(sys.argv[2]) + 1)
+calls = list(dict.fromkeys(call for _, _, call, _ in rows))
+above = lambda tree, r, call: t[(tree, r, call)] - t[(tree, r, "i::bigint")]
+print(f"{'call':<22} {'old ns above floor':>22} {'new ns above floor':>22} {'new/old':>9} {'spread':>13}")
+for call in calls[1:]:
+    old = [above("old", r, call) for r in rounds]
+    new = [above("new", r, call) for r in rounds]
+    ratios = [n / o for n, o in zip(new, old) if o > 0]
+    fmt = lambda xs: ", ".join(f"{x:.0f}" for x in xs)
+    med = statistics.median(ratios) if ratios else float("nan")
+    spread = f"{min(ratios):.2f}-{max(ratios):.2f}" if ratios else "-"
+    print(f"{call:<22} {fmt(old):>22} {fmt(new):>22} {med:>9.2f} {spread:>13}")
+nv = [above("new", r, "nextval('s1')") for r in rounds]
+ob = [above("new", r, "obfuscate_id(i)") for r in rounds]
+print(f"working tree: obfuscate_id(i) / nextval() CACHE 1 = {statistics.median(o / n for o, n in zip(ob, nv)):.2f} "
+      f"(rounds: {', '.join(f'{o / n:.2f}' for o, n in zip(ob, nv))})")
+PY
