@@ -4,7 +4,7 @@
 # on the branch) and the working tree, then installs them alternately on
 # one server (a restart after each) and times every call in each, ROUNDS
 # rounds in alternating order. Prints, per call, the nanoseconds above the
-# `i::bigint` floor of each round and the ratio new/old (median of the
+# `i::bigint` floor of each round (the median of paired timings) and the ratio new/old (median of the
 # rounds, and their spread), and the working tree's obfuscate_id() against
 # nextval() CACHE 1. Leaves the working tree installed. Installs into the
 # PostgreSQL of $PG_CONFIG: run it alone (not beside the test command).
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ROUNDS=${1:-3}
 ROWS=${2:-1000000}
-REPS=3  # timings of each call in a round; the fastest counts
+REPS=5  # paired timings (the floor, then the call) of each call in a round; the median counts
 
 ensure_deps quick
 base=$(bash scripts/release.sh)
@@ -32,12 +32,14 @@ for tree in old new; do
     src=$([ $tree = old ] && echo "$work/old" || pwd)
     make -s -C "$src" install PG_CONFIG="$PG_CONFIG" DESTDIR="$work/stage-$tree" >/dev/null
 done
-install_tree() { as_root cp -a "$work/stage-$1/." /; }
+# (Each file replaced, never written over in place: a server that has the
+# library mapped keeps its copy.)
+install_tree() { as_root cp -a --remove-destination "$work/stage-$1/." /; }
 
 cluster_init "$work/pg" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" \
     "max_connections = 20" "shared_buffers = '128MB'" "jit = off"
 q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$work/pg" "$port" -At "$@"; }
-CALLS=("i::bigint" "nextval('s1')" "obfuscate_id(i)" "reveal_id(i)" "next_trace_id()" "next_id('l1ms')"
+CALLS=("nextval('s1')" "obfuscate_id(i)" "reveal_id(i)" "next_trace_id()" "next_id('l1ms')"
     "next_decimal_id()" "next_call_number()")
 setup_db() {  # TREE: its database, made with that tree installed
     q -d postgres -c "CREATE DATABASE db_$1" >/dev/null
@@ -45,12 +47,20 @@ setup_db() {  # TREE: its database, made with that tree installed
 CREATE EXTENSION shardid;
 CREATE SEQUENCE s1 CACHE 1;
 SELECT create_layout('l1ms', '2020-01-01 00:00+00', '1 millisecond', 41, 10, 12);
-CREATE FUNCTION t(expr text, n int) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz;
+-- ns per row of expr above the floor (i::bigint), each timing paired with
+-- a timing of the floor right before it: the median of reps differences.
+CREATE FUNCTION t(expr text, n int, reps int) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz; f float8; d float8[] := '{}';
 BEGIN
-    t0 := clock_timestamp();
-    EXECUTE format('SELECT count(g) FROM (SELECT %s AS g FROM generate_series(1, %s) i) s', expr, n);
-    RETURN extract(epoch FROM clock_timestamp() - t0) * 1e9 / n;
+    FOR k IN 1..reps LOOP
+        t0 := clock_timestamp();
+        EXECUTE format('SELECT count(g) FROM (SELECT i::bigint AS g FROM generate_series(1, %s) i) s', n);
+        f := extract(epoch FROM clock_timestamp() - t0);
+        t0 := clock_timestamp();
+        EXECUTE format('SELECT count(g) FROM (SELECT %s AS g FROM generate_series(1, %s) i) s', expr, n);
+        d := d || (extract(epoch FROM clock_timestamp() - t0) - f) * 1e9 / n;
+    END LOOP;
+    RETURN (SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY x) FROM unnest(d) x);
 END $$;
 SQL
 }
@@ -65,7 +75,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
         started=yes
         [ "$(q -d postgres -c "SELECT count(*) FROM pg_database WHERE datname = 'db_$tree'")" = 1 ] || setup_db $tree
         for call in "${CALLS[@]}"; do
-            best=$(q -d "db_$tree" -c "SELECT min(t(\$e\$$call\$e\$, $ROWS)) FROM generate_series(1, $REPS)")
+            best=$(q -d "db_$tree" -c "SELECT t(\$e\$$call\$e\$, $ROWS, $REPS)")
             printf '%s\t%s\t%s\t%s\n' "$tree" "$r" "$call" "$best" >>"$work/times"
         done
     done
@@ -79,9 +89,9 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
 t = {(tree, int(r), call): float(ns) for tree, r, call, ns in rows}
 rounds = range(1, int(sys.argv[2]) + 1)
 calls = list(dict.fromkeys(call for _, _, call, _ in rows))
-above = lambda tree, r, call: t[(tree, r, call)] - t[(tree, r, "i::bigint")]
+above = lambda tree, r, call: t[(tree, r, call)]
 print(f"{'call':<22} {'old ns above floor':>22} {'new ns above floor':>22} {'new/old':>9} {'spread':>13}")
-for call in calls[1:]:
+for call in calls:
     old = [above("old", r, call) for r in rounds]
     new = [above("new", r, call) for r in rounds]
     ratios = [n / o for n, o in zip(new, old) if o > 0]

@@ -127,7 +127,9 @@ citus_install() {
     local stage
     stage=$(citus_stage)
     [ -f "$stage/.shardid-citus" ] || return 1
-    as_root cp -a "$stage/usr" /
+    # Each file replaced, never written over in place: a running server
+    # that has citus.so mapped keeps its copy (written over, it crashes).
+    as_root cp -a --remove-destination "$stage/usr" /
 }
 
 citus_available() {
