@@ -382,9 +382,9 @@ def schedule(seed, seconds, kinds=KINDS):
 
 
 class Nemesis:
-    def __init__(self, slots, log, rng):
+    def __init__(self, slots, rng):
         self.slots = {s.name: s for s in slots}
-        self.log, self.rng = log, rng
+        self.rng = rng
 
     def coordinator(self):
         return self.slots["c"].primary
@@ -628,7 +628,7 @@ def main():
     for cl in clients:
         cl.start()
     rc = 0
-    nemesis = Nemesis(slots[:3], print, random.Random(args.seed))
+    nemesis = Nemesis(slots[:3], random.Random(args.seed))
     plan = [] if args.control else schedule(args.seed, args.seconds, args.kinds.split(",") if args.kinds else KINDS)
     try:
         time.sleep(3)
