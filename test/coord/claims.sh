@@ -102,7 +102,9 @@ if want 1; then
     b_load=$!
     sleep 2
     deleted=$(ms_now)
-    ectl del "$PREFIX/shard/$INSTAGRAM/5" >/dev/null
+    # Node a's coordinator frozen from the deletion to b's claim: a takes
+    # the value back itself when its renewal comes before b's next try.
+    take_by_hand a "$PREFIX/shard/$INSTAGRAM/5" || fail "... node b did not claim the value within 10 s of the deletion"
     wait $a_load $b_load
     a_last=$(q a -c "SELECT (extract(epoch FROM instagram_timestamp(max(id))) * 1000)::bigint FROM t")
     copy_to b a t b_ids
@@ -257,7 +259,7 @@ if want 6; then
     node_up g $((base + 33)) "" "shardid.node_id = 33" || stop_suite "node g did not start"
     wait_state g held 15 || stop_suite "node g did not claim its id"
     q g -c "SELECT next_instagram_id(8)" >/dev/null
-    worker=$(pgrep -P "$(head -1 "${dir_of[g]}/data/postmaster.pid")" -f "shardid coordinator")
+    worker=$(coordinator_of g)
     [ -n "$worker" ] || stop_suite "node g's coordinator was not found"
     # Between two checks of the coordinator: the key deleted, then the
     # history compacted past the deletion.

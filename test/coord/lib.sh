@@ -76,6 +76,28 @@ q_err() {
         -c "$2" 2>&1 >/dev/null) && { echo ok; return; }
     grep -m1 -o 'ERROR:  [0-9A-Z]\{5\}: .*' <<<"$out" | sed 's/^ERROR:  //'
 }
+# coordinator_of NODE: the pid of NODE's coordinator (its background worker).
+coordinator_of() { pgrep -P "$(head -1 "${dir_of[$1]}/data/postmaster.pid")" -f "shardid coordinator"; }
+# take_by_hand HOLDER KEY: KEY, held by HOLDER's lease, deleted by hand while
+# HOLDER's coordinator is frozen, thawed once another lease holds KEY (at
+# most 10 s; 1 when it did not). A holder re-claims a deleted value at once
+# when nobody else has (a renewal after the deletion, sometimes milliseconds):
+# the freeze makes the other node's claim, which the test is about, come
+# first; HOLDER's generators go on under its fence meanwhile.
+take_by_hand() {
+    local worker old now
+    worker=$(coordinator_of "$1") && [ -n "$worker" ] || return 1
+    old=$(ectl get "$2" -w json | grep -o '"lease":[0-9]*')
+    kill -STOP "$worker"
+    ectl del "$2" >/dev/null
+    for _ in $(seq 100); do
+        now=$(ectl get "$2" -w json | grep -o '"lease":[0-9]*')
+        [ -n "$now" ] && [ "$now" != "$old" ] && break
+        sleep 0.1
+    done
+    kill -CONT "$worker"
+    [ -n "$now" ] && [ "$now" != "$old" ]
+}
 # wait_state NODE STATE SECONDS: until shardid_coordination().state is STATE.
 wait_state() {
     for _ in $(seq 1 $(($3 * 10))); do
