@@ -555,7 +555,7 @@ CREATE TRIGGER shardid_key_arrives
     BEFORE INSERT ON shardid_key
     FOR EACH ROW EXECUTE FUNCTION shardid_key_arrives();
 
--- The key ring on Citus (src/pg/functions/citus_keys.cpp, docs/citus.md): the
+-- The key ring on Citus (src/pg/citus/key_ring.cpp, docs/citus.md): the
 -- coordinator's ring is every worker's.
 CREATE FUNCTION shardid_key_ring_spread() RETURNS trigger
     AS 'MODULE_PATHNAME', 'shardid_key_ring_spread'
@@ -584,7 +584,7 @@ COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint) IS
     'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
     'run id (''run'') above the worker''s floor; the coordinator hands out every one of the cluster (superusers)';
 
--- The Citus group fence (src/pg/source/citus_fence.cpp, docs/citus.md): a
+-- The Citus group fence (src/pg/citus/fence.cpp, docs/citus.md): a
 -- worker issues IDs under its group id only while the coordinator confirms
 -- that the server its metadata names for the group is the one asking.
 CREATE TABLE shardid_citus_lease (

@@ -3,7 +3,7 @@
 // library only the coordinator loads), trying the endpoints in turn, authenticating
 // when a user is configured. Blocking, with a timeout per request; no
 // PostgreSQL header; never throws (every failure is a false return with a
-// reason), so the coordinator worker (src/pg/coord/coord_worker.cpp) can call it
+// reason), so the coordinator worker (src/pg/coord/worker.cpp) can call it
 // without C++ exceptions reaching PostgreSQL. The only code of shardid that
 // touches the network.
 #pragma once

@@ -8,8 +8,8 @@ extern "C" {
 #include "tcop/utility.h"
 }
 
-#include "pg/coord/coord_worker.hpp"
-#include "pg/functions/keys.hpp"
+#include "pg/coord/worker.hpp"
+#include "pg/citus/citus.hpp"
 #include "pg/generate/layouts.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/source/shard_claims.hpp"
@@ -28,7 +28,7 @@ ProcessUtility_hook_type prev_utility = nullptr;
 // Before DROP EXTENSION shardid, its carriers are tied to it
 // (src/pg/generate/carrier_deps.cpp); after CREATE EXTENSION shardid, which Citus
 // (loaded first, so its hook runs inside this one) has made on the workers
-// by then, the key ring goes to them (src/pg/functions/citus_keys.cpp).
+// by then, the key ring goes to them (src/pg/citus/key_ring.cpp).
 void utility_hook(PlannedStmt* pstmt, const char* query, bool read_only, ProcessUtilityContext context,
                   ParamListInfo params, QueryEnvironment* env, DestReceiver* dest, QueryCompletion* qc)
 {
@@ -50,6 +50,7 @@ void _PG_init(void)
     using namespace shardid::pg;
     define_settings();
     shmem_init();
+    citus_init();
     shard_claims_init();
     wal_init();
     // pg_upgrade's servers (-b) claim nothing: the worker starts with the

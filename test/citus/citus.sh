@@ -197,7 +197,7 @@ err=$(as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "$base" -U postgres -X -At -d plain \
 contains "a database without the citus extension refuses, naming it" "$err" "Citus is not installed in this database"
 
 # The key ring travels through a Citus function that builds for PostgreSQL
-# 16 and later hide (src/pg/functions/citus_keys.cpp): there each worker
+# 16 and later hide (src/pg/citus/key_ring.cpp): there each worker
 # reads every key from the coordinator when a statement first uses it, and
 # sections 2b and 2c give way to ring_pulled.
 ring() { q "$1" -c "SELECT string_agg(name || '=' || encode(secret, 'hex'), ',' ORDER BY name) FROM shardid_key"; }
@@ -244,7 +244,7 @@ ring_pulled() {  # on PostgreSQL 16 and later
 if [ "$PG_MAJOR" -lt 16 ]; then
 # --- 2b: the key ring --------------------------------------------------------------
 # The coordinator's ring is every worker's: sent at CREATE EXTENSION and with
-# every change, in the same transaction (src/pg/functions/citus_keys.cpp).
+# every change, in the same transaction (src/pg/citus/key_ring.cpp).
 for n in w1 w2; do
     check "the default key on $n is the coordinator's (each node's CREATE EXTENSION made its own)" "$(ring c)" "$(ring "$n")"
 done

@@ -50,6 +50,7 @@ ROOMS = [
     ("node-id sources", 4, ["pg/source/*"]),
     ("generation", 5, ["pg/generate/generate.*"]),
     ("layouts", 5, ["pg/generate/layouts.*", "pg/generate/carrier_deps.cpp"]),
+    ("Citus", 5, ["pg/citus/*"]),
     ("coordinator", 6, ["pg/coord/*"]),
     ("SQL functions", 6, ["pg/functions/*"]),
     ("module", 7, ["pg/module.cpp"]),

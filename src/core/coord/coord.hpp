@@ -1,5 +1,5 @@
 // Node ids from a coordination service (etcd): the rules, pure. The glue's
-// background worker (src/pg/coord/coord_worker.cpp) talks to etcd through
+// background worker (src/pg/coord/worker.cpp) talks to etcd through
 // src/etcd/client.hpp and asks these functions what to do; test/unit/
 // coord_test.cpp drives them with a fake clock.
 //

@@ -1,7 +1,7 @@
 // What a holder of shard values re-confirms with every renewal of its lease
 // (docs/coordination.md, "Re-confirmed with every renewal"): that each
 // shard key it holds is still there, as it wrote it. Pure: the glue
-// (src/pg/coord/coord_confirm.cpp) talks to etcd and feeds the answers here.
+// (src/pg/coord/confirm.cpp) talks to etcd and feeds the answers here.
 //
 // The check costs the same whether a node holds 3 values or 8,192: it asks
 // etcd only what changed. Every renewal, the holder writes a ping key of

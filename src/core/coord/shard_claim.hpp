@@ -3,7 +3,7 @@
 // holds the value of the ID's shard field: its own node id, or an explicit
 // shard (next_snowflake_id(5)), each claimed on first use like a node id
 // and kept while used. The glue: src/pg/source/shard_claims.cpp (the table in
-// shared memory and the generators' side), src/pg/coord/coord_values.cpp (the
+// shared memory and the generators' side), src/pg/coord/values.cpp (the
 // coordinator's side).
 //
 // Keys: a value V of claim space S is held through <prefix>/shard/S/V, put

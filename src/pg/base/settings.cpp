@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/coord/coord.hpp"
+#include "pg/base/shard_declaration.hpp"
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/coord/shard_claim.hpp"
@@ -91,10 +92,10 @@ bool check_node_id(int*, void**, GucSource source)
     return true;
 }
 
-// shardid.shards: checked as given, and kept parsed for generators (a
-// shard is at most an int4).
-std::vector<coord::ShardRange> declared_shards;
-std::string declared_text;
+// shardid.shards: checked as given (a shard is at most an int4), and kept
+// parsed (shard_declaration()) under the text it was parsed from.
+ShardDeclaration declared;
+std::string declared_text = "\x01";
 
 bool check_shards(char** value, void**, GucSource)
 {
@@ -268,38 +269,28 @@ bool is_boot_option(const Setting& s, const char* given)
 
 const char* refused_settings() { return refused.c_str(); }
 
-bool shard_declared(int64_t shard)
+const ShardDeclaration& shard_declaration()
 {
     const char* text = shards_setting ? shards_setting : "";
-    if (text[0] == '\0')
-        return true;
     if (declared_text != text) {
         std::string why;
         std::vector<coord::ShardRange> set;
         if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
-            return false;  // checked when set: never reached
-        declared_shards.swap(set);
+            set.clear();  // checked when set: never reached
+        declared.multirange = coord::shard_set_multirange(set);
+        declared.fingerprint = coord::text_fingerprint(declared.multirange);
+        declared.set.swap(set);
+        declared.generation++;
         declared_text = text;
     }
-    return coord::shard_set_contains(declared_shards, shard);
+    return declared;
 }
 
-const char* shard_declaration(uint64_t* fingerprint)
+bool shard_declared(int64_t shard)
 {
-    static std::string parsed_text = "\x01", multirange;
-    static uint64_t print = 0;
-    const char* text = shards_setting ? shards_setting : "";
-    if (parsed_text != text) {
-        std::string why;
-        std::vector<coord::ShardRange> set;
-        if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
-            set.clear();  // checked when set: never reached
-        multirange = coord::shard_set_multirange(set);
-        print = coord::text_fingerprint(multirange);
-        parsed_text = text;
-    }
-    *fingerprint = print;
-    return multirange.c_str();
+    if (shards_setting == nullptr || shards_setting[0] == '\0')
+        return true;
+    return coord::shard_set_contains(shard_declaration().set, shard);
 }
 
 const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str(); }

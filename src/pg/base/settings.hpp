@@ -30,7 +30,7 @@ enum class NodeIdSourceSetting : int { setting = 0, etcd = 1, citus = 2 };
 extern int node_id_source_setting;
 inline bool coord_enabled() { return node_id_source_setting == int(NodeIdSourceSetting::etcd); }
 
-// The etcd claim (src/pg/coord/coord_worker.cpp, src/pg/source/coord_claim.cpp).
+// The etcd claim (src/pg/coord/worker.cpp, src/pg/source/coord_claim.cpp).
 extern char* etcd_endpoints;
 extern char* etcd_prefix;
 extern int etcd_lease_ttl_s;  // these three are read from their text by etcd_numbers() (etcd_settings.hpp)
@@ -43,18 +43,15 @@ extern int etcd_node_id_min;
 extern int etcd_node_id_max;
 extern int etcd_wait_ms;
 // shardid.citus_fence: how long a Citus worker issues IDs under its group
-// after the coordinator last confirmed it (src/pg/source/citus_fence.cpp).
+// after the coordinator last confirmed it (src/pg/citus/fence.cpp).
 extern int citus_fence_ms;
 // Shard value claims (src/pg/source/shard_claims.hpp).
 extern int max_shard_claims;      // shardid.max_shard_claims: values held at once (server start)
 extern int shard_idle_release_s;  // shardid.shard_idle_release: a value without an ID this long is given back
 extern char* shards_setting;      // shardid.shards: the shards this node declares it owns ("" : any)
-// Whether shardid.shards admits `shard` (always when it is empty).
+// Whether shardid.shards admits `shard` (always when it is empty); the
+// setting parsed: src/pg/base/shard_declaration.hpp.
 bool shard_declared(int64_t shard);
-// shardid.shards as a multirange text ("{[0,511],[1024,1024]}", "{}" when
-// empty) and its fingerprint (never 0): what a Citus worker declares to the
-// coordinator (src/pg/source/citus_fence.cpp).
-const char* shard_declaration(uint64_t* fingerprint);
 
 // Called from _PG_init: defines every setting. Those that take effect at
 // server start only when preloading (PostgreSQL refuses PGC_POSTMASTER

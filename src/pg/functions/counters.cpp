@@ -29,7 +29,7 @@ extern "C" {
 #include "pg/base/guard.hpp"
 #include "pg/base/row.hpp"
 #include "pg/functions/keys.hpp"
-#include "pg/source/node_source.hpp"
+#include "pg/citus/citus.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/wal.hpp"
@@ -276,7 +276,7 @@ extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
 // shardid_take_cluster_counter(counter, above): on a Citus coordinator, a
 // DecimalId generator id ('generator') or a call-number run id ('run') for
 // a worker, above `above` (the worker's own floor). The coordinator is the
-// one authority of both on a Citus cluster (src/pg/source/citus_source.cpp):
+// one authority of both on a Citus cluster (src/pg/citus/source.cpp):
 // every value it hands out, to a worker or to itself, passes its own
 // counter floor, so none is handed out twice. Superusers only: a worker
 // calls it as its extension's owner, never as the role that generates.

@@ -27,7 +27,7 @@ extern "C" {
 #include "pg/functions/keys.hpp"
 #include "pg/generate/generate.hpp"
 #include "pg/generate/layouts.hpp"
-#include "pg/source/node_source.hpp"
+#include "pg/citus/citus.hpp"
 
 using namespace shardid;
 using namespace shardid::pg;
@@ -130,7 +130,7 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16], bool* from
                                   "triggers disabled?); which one obfuscated which ID is not known."),
                         errhint("As a superuser, delete the rows of shardid_key that are not the key.")));
     const HeapTuple row = static_cast<HeapTuple>(linitial(t.rows));
-    // On a Citus worker, only the coordinator's keys (src/pg/functions/citus_keys.cpp).
+    // On a Citus worker, only the coordinator's keys (src/pg/citus/key_ring.cpp).
     int64 group;
     if (DatumGetBool(row_value(t, row, "made_by_install")) && (group = citus_local_group()) > 0)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -168,7 +168,7 @@ char* fingerprint(const uint8_t secret[16])
 
 // A key is used only as the cluster's. Without Citus, and on the
 // coordinator (whose ring is the cluster's), every key is. A Citus worker
-// takes keys from the coordinator (src/pg/functions/citus_keys.cpp); one
+// takes keys from the coordinator (src/pg/citus/key_ring.cpp); one
 // that missed a change (it was disabled, had no metadata, or was restored
 // from a backup) would obfuscate and reveal with a key the rest of the
 // cluster no longer has, silently. So a worker confirms each key with the
@@ -225,7 +225,7 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
 }
 
 // A Citus worker whose ring the coordinator cannot send (PostgreSQL 16 and
-// later: src/pg/functions/citus_keys.cpp) reads each key from the
+// later: src/pg/citus/key_ring.cpp) reads each key from the
 // coordinator's ring, through Citus' connection as the extension's owner,
 // when a statement first uses it, and keeps it for that statement only: a
 // key changed on the coordinator is used from the worker's next

@@ -156,7 +156,7 @@ public:
             return false;
         }
         // The shard values this node holds are issued only while a check
-        // after a renewal confirmed them (src/pg/coord/coord_confirm.cpp): one
+        // after a renewal confirmed them (src/pg/coord/confirm.cpp): one
         // that cannot be made stops them at that renewal's fence.
         if (fence_now >= c.values_until_ms.load(std::memory_order_acquire)) {
             *status = Status::fail(Error::not_claimed, "this node could not re-confirm its shard values in etcd")

@@ -119,19 +119,23 @@ bool declared_shard(uint64_t shard, Status* status)
 
 namespace {
 
+const NodeIdSource* citus = &refused_source;  // until the Citus room registers its own
+
 const NodeIdSource& resolve_source()
 {
     if (refused_reason() != nullptr)
         return refused_source;
     switch (NodeIdSourceSetting(node_id_source_setting)) {
     case NodeIdSourceSetting::etcd: return etcd_source();
-    case NodeIdSourceSetting::citus: return citus_source();
+    case NodeIdSourceSetting::citus: return *citus;
     case NodeIdSourceSetting::setting: break;
     }
     return setting_source;
 }
 
 }  // namespace
+
+void register_citus_source(const NodeIdSource& source) { citus = &source; }
 
 const NodeIdSource& node_id_source()
 {

@@ -1,7 +1,7 @@
 // Where this node's id comes from, as generation sees it: one interface,
 // implemented from shardid.node_id (src/pg/source/node_source.cpp), from a claim
 // held in etcd (src/pg/source/coord_claim.cpp) and from the node's Citus group id
-// (src/pg/source/citus_source.cpp). Generation
+// (src/pg/citus/source.cpp). Generation
 // (src/pg/generate/generate.cpp) asks the source for the id once per ID, confirms
 // the ticket once the ID is covered and before it is returned, and waits
 // through the source when it has no id right now; it has no branch per
@@ -108,40 +108,8 @@ const NodeIdSource& node_id_source();
 // The etcd claim's implementation (src/pg/source/coord_claim.cpp).
 const NodeIdSource& etcd_source();
 
-// The node's Citus group id's (src/pg/source/citus_source.cpp); and for
-// shardid_coordination(), the group id (*group, -1: none) or why there is
-// none (nullptr: there is one). Reads only.
-const NodeIdSource& citus_source();
-const char* citus_group_problem(int64* group);
-
-// This database's Citus group id (pg_dist_local_group: 0 on the
-// coordinator, or on a node not in a cluster), -1 without Citus. Reads
-// only; whether the node is in the metadata is not asked.
-int64 citus_local_group();
-
-// How many changes of Citus' node metadata (pg_dist_local_group,
-// pg_dist_node) this backend has taken: something confirmed against the
-// cluster when it was n is confirmed again once it is not n.
-uint64 citus_metadata_changes();
-
-// True on a Citus worker without metadata: its group id reads 0 and its
-// pg_dist_node is empty (as on a server never in a cluster), but what it
-// uses came from a coordinator (from_coordinator: a key the coordinator
-// sent; stop_metadata_sync_to_node() leaves those rows behind), or the
-// backend is one of Citus' own connections (application_name
-// "citus_internal gpid=...").
-bool citus_worker_without_metadata(bool from_coordinator);
-
-// Whether this node's pg_dist_node names a coordinator (a row of group 0).
-bool citus_coordinator_in_metadata();
-
-// Runs `command` (one value) on this cluster's Citus coordinator as the
-// extension's owner; false when it could not (*answer: the error, for the
-// server log only: it can name hosts and users).
-bool citus_coordinator_answer(const char* command, const char** answer);
-
-// One value of `which` above `above` from the Citus coordinator (a
-// worker's cluster-wide counters); ereports when there is none.
-int64 citus_counter_from_coordinator(NodeCounter which, int64 above);
+// The node's Citus group id's (src/pg/citus/source.cpp), which the Citus
+// room registers from _PG_init (src/pg/citus/citus.hpp, citus_init()).
+void register_citus_source(const NodeIdSource& source);
 
 }  // namespace shardid::pg

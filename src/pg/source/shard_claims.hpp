@@ -4,7 +4,7 @@
 // layout's claim space (its slot): generators look a value up here and ask
 // for it when it is not held (src/pg/source/shard_claims.cpp); the coordinator
 // worker claims, keeps and releases values in etcd and publishes them here
-// (src/pg/coord/coord_values.cpp).
+// (src/pg/coord/values.cpp).
 //
 // Locking: `mutex` (a spinlock, held for a probe of the table or a few
 // copies) guards giving a key to an entry, an entry's way to and from the

@@ -1,7 +1,7 @@
 // The etcd claim's part of the node's shared struct (src/pg/state/shared.hpp):
-// what the coordinator worker (src/pg/coord/coord_worker.cpp) publishes and the
+// what the coordinator worker (src/pg/coord/worker.cpp) publishes and the
 // generators' side (src/pg/source/coord_claim.cpp) and shardid_coordination()
-// (src/pg/coord/coord_status.cpp) read.
+// (src/pg/coord/status.cpp) read.
 //
 // Locking: the claim itself is atomics (the id held, its generation, the
 // fence deadline, the window's end), written by the worker only, read by
@@ -34,7 +34,7 @@ struct CoordShared {
     std::atomic<int64_t> need_ms;        // the latest tick a generator found outside the window
     // fence-clock ms: shard values are issued only before it, the fence of
     // the last renewal after which the keys held were re-checked
-    // (src/pg/coord/coord_confirm.cpp).
+    // (src/pg/coord/confirm.cpp).
     std::atomic<int64_t> values_until_ms;
     // fence-clock ms: etcd's history under the prefix settles by then at the
     // latest (a new prefix, or etcd lost its data; 0: it settled). A
@@ -78,7 +78,7 @@ struct CoordShared {
     uint64_t requests;
     uint64_t errors;
     // Since the server started, for a scrape that comes long after an
-    // episode (src/pg/coord/coord_worker.cpp, publish_state()): ms without a
+    // episode (src/pg/coord/worker.cpp, publish_state()): ms without a
     // node id while a primary, episodes and ms of `expiring`, and lease
     // renewals that came after they were due. *_since: fence-clock ms the
     // current period began (0: none open).

@@ -35,7 +35,6 @@
 #include "core/engine.hpp"
 #include "core/coord/node_state.hpp"
 #include "pg/state/coord_shared.hpp"
-#include "pg/state/citus_shared.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/state/shmem.hpp"
 
@@ -91,7 +90,7 @@ struct Shared {
     std::atomic<int64_t> retired_ms;        // NodeState::retired_ms: coarse shapes without a mark resume after it
     // The highest mark in etcd that a claim of the node id by this data
     // directory started above (NodeState::claim_floor_ms, 0: none;
-    // src/pg/coord/coord_holder.cpp): every slot, new ones too, resumes above the
+    // src/pg/coord/holder.cpp): every slot, new ones too, resumes above the
     // tick that contains it. Read from the state file at start (a clean
     // restart finds its own mark and raises nothing), raised under
     // slots_lock, persisted with the node state, never in WAL.
@@ -134,9 +133,6 @@ struct Shared {
         // taken in (CoordShared::counters_epoch): another epoch takes a new one.
         std::atomic<uint64_t> epoch;
     } decimal[max_decimal_databases];
-    // The Citus group fence, per database (src/pg/state/citus_shared.hpp).
-    slock_t citus_mutex;
-    CitusFence citus[max_citus_databases];
 };
 
 // The attached struct (nullptr until attach_if_needed()).

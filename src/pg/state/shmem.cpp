@@ -37,6 +37,26 @@ constexpr Size shared_size = sizeof(Shared) + alignof(Shared);
 shmem_request_hook_type prev_shmem_request_hook = nullptr;
 shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 
+// The parts rooms above registered (shmem_part()).
+SharedPart parts[max_shared_parts];
+int n_parts = 0;
+
+// Attaches to (or creates) every part. Before the node state: a part that
+// cannot be had (out of shared memory) leaves `shared` unset, so the next
+// call tries again. Caller holds AddinShmemInitLock.
+void attach_parts_locked()
+{
+    for (int i = 0; i < n_parts; i++) {
+        bool found;
+        void* raw = ShmemInitStruct(parts[i].name, parts[i].size, &found);
+        if (!found) {
+            memset(raw, 0, parts[i].size);
+            parts[i].init(raw);
+        }
+        *parts[i].where = raw;
+    }
+}
+
 // Makes a slot that has no mark of its own continue above everything its
 // shape may have issued on this node: a fine layout above the restart
 // floor (its IDs are covered by the node's time mark), a coarse one after
@@ -57,6 +77,7 @@ void resume_unmarked(Slot& slot)
 // Attaches to (or creates) the shared struct. Caller holds AddinShmemInitLock.
 void attach_locked()
 {
+    attach_parts_locked();
     bool found;
     void* raw = ShmemInitStruct(shared_name, shared_size, &found);
     auto* aligned = reinterpret_cast<Shared*>(TYPEALIGN(alignof(Shared), raw));
@@ -75,11 +96,6 @@ void attach_locked()
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
         LWLockInitialize(&aligned->slots_lock, aligned->tranche);
         coord_init(aligned->coord);
-        SpinLockInit(&aligned->citus_mutex);
-        for (CitusFence& f : aligned->citus) {
-            SpinLockInit(&f.mutex);
-            f.group.store(-1);
-        }
         NodeState st;
         const StateFileRead got = state_file_read(&st);
         if (got == StateFileRead::corrupt)
@@ -133,6 +149,8 @@ void request_hook()
     if (prev_shmem_request_hook)
         prev_shmem_request_hook();
     RequestAddinShmemSpace(shared_size);
+    for (int i = 0; i < n_parts; i++)
+        RequestAddinShmemSpace(parts[i].size);
 }
 
 void startup_hook()
@@ -187,6 +205,13 @@ Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot
     resume_unmarked(*slot);
     shared->n_used.store(n_used + 1, std::memory_order_release);  // published whole
     return slot;
+}
+
+void shmem_part(const SharedPart& part)
+{
+    if (n_parts == max_shared_parts)
+        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("too many parts of shardid's shared memory")));
+    parts[n_parts++] = part;
 }
 
 void attach_if_needed()

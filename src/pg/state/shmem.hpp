@@ -34,6 +34,20 @@ constexpr int max_decimal_databases = 64;
 // Called from _PG_init: installs the shmem hooks when preloading.
 void shmem_init();
 
+// A part of the node's shared memory that a room above the state owns (the
+// Citus group fence: src/pg/citus/shared.hpp), attached with the node state
+// in every process, preloaded or not: `size` bytes, zeroed and then made
+// ready by `init` when the server creates them, at *where from then on.
+// Registered from _PG_init (at most max_shared_parts).
+struct SharedPart {
+    const char* name;
+    Size size;
+    void (*init)(void* part);
+    void** where;
+};
+constexpr int max_shared_parts = 4;
+void shmem_part(const SharedPart& part);
+
 // The node-wide state of `layout` (ereports if no slot is free). The result
 // is cached per backend; callers on a hot path cache it themselves too.
 SlotState* slot_for(const Layout& layout);

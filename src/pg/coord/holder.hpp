@@ -1,7 +1,7 @@
 // The holder of this node's claim in etcd: the coordinator worker's state
-// and its steps (src/pg/coord/coord_holder.cpp: the lease, the claim, the mark,
-// the window, the release; src/pg/coord/coord_counters.cpp: the counters and the
-// call-number key; src/pg/coord/coord_worker.cpp: the loop, the state it shows
+// and its steps (src/pg/coord/holder.cpp: the lease, the claim, the mark,
+// the window, the release; src/pg/coord/etcd_counters.cpp: the counters and the
+// call-number key; src/pg/coord/worker.cpp: the loop, the state it shows
 // and the lines it logs). Only the worker process uses it.
 #pragma once
 
@@ -28,7 +28,7 @@ namespace shardid::pg {
 // (coord::Episode).
 enum class Condition { unreachable, unauthorized, refused, corrupt_key, unconfirmed, count };
 
-struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord/coord_holder.cpp)
+struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord/holder.cpp)
 struct Slot;        // a layout slot (src/pg/state/shared.hpp)
 
 // This node as a holder describes itself in its keys.
@@ -44,7 +44,7 @@ public:
     {}
 
     // The loop of the worker process, until it is asked to stop; then the
-    // claim is released (src/pg/coord/coord_worker.cpp).
+    // claim is released (src/pg/coord/worker.cpp).
     void run();
 
 private:
@@ -62,10 +62,10 @@ private:
     bool raise_counters();
     void lose_claim(const std::string& why);
     void release();
-    // Shard values (src/pg/coord/coord_values.cpp): claim those generators want
+    // Shard values (src/pg/coord/values.cpp): claim those generators want
     // and those shardid.shards declares, publish them, give back idle ones
     // and those asked for or no longer declared, and forget them all when
-    // the node id is lost. Claims go in batches (src/pg/coord/coord_claims.cpp).
+    // the node id is lost. Claims go in batches (src/pg/coord/claims.cpp).
     void serve_values();
     void claim_values(std::vector<int>& batch);
     // What etcd holds of one value, read for its claim.
@@ -107,7 +107,7 @@ private:
     void lose_values();
     void declare_values();
     // What the node holds, re-confirmed with every renewal
-    // (src/pg/coord/coord_confirm.cpp; the rules: src/core/coord/recheck.hpp).
+    // (src/pg/coord/confirm.cpp; the rules: src/core/coord/recheck.hpp).
     void confirm_values();
     bool recheck(std::string* why, bool* start_over);
     void confirmed_until(int64_t fence_ms);
@@ -127,9 +127,8 @@ private:
     size_t batch_max_ = 40;               // values given back or bounds moved per transaction
     size_t max_ops_ = etcd::max_txn_ops;  // operations per transaction (halved while etcd refuses as many)
     std::vector<int> declared_done_;      // per slot: whether its declared values were asked for
-    std::string declared_text_ = "\x01";  // the shardid.shards they were asked for under
-    std::vector<coord::ShardRange> declared_;
-    bool declared_full_ = false;  // the declared values did not fit the claim table (logged once)
+    uint64_t declared_generation_ = 0;    // the shardid.shards they were asked for under (shard_declaration())
+    bool declared_full_ = false;          // the declared values did not fit the claim table (logged once)
 
     // etcd's history under the prefix (<prefix>/history; the rules:
     // src/core/coord/coord.hpp, "history"): read before any claim, made
@@ -148,7 +147,7 @@ private:
     bool settling_ = false;      // the claim of the node id waits for the history to settle
     int64_t issuing_until_ms() const { return std::min(fence_ms_, values_until_ms_); }
 
-    // Reporting (src/pg/coord/coord_worker.cpp): a failed request or refusal,
+    // Reporting (src/pg/coord/worker.cpp): a failed request or refusal,
     // and the end of a condition; the state shardid_coordination() shows.
     void error(Condition kind, const std::string& why);
     void failed(const std::string& what, const std::string& why);
@@ -200,8 +199,8 @@ private:
     int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
 };
 
-// Shared by the claims (src/pg/coord/coord_values.cpp) and their
-// confirmation (src/pg/coord/coord_confirm.cpp).
+// Shared by the claims (src/pg/coord/values.cpp) and their
+// confirmation (src/pg/coord/confirm.cpp).
 struct ShardClaim;
 struct Slot;
 void set_note(ShardClaim& e, const std::string& note);

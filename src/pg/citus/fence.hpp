@@ -1,4 +1,4 @@
-// The Citus group fence (src/pg/source/citus_fence.cpp): a worker issues
+// The Citus group fence (src/pg/citus/fence.cpp): a worker issues
 // IDs under its group id only while the coordinator has confirmed, within
 // shardid.citus_fence, that this server is the group's primary.
 #pragma once
@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "pg/base/pg.hpp"
-#include "pg/state/citus_shared.hpp"
+#include "pg/citus/shared.hpp"
 
 namespace shardid::pg {
 

@@ -1,14 +1,14 @@
-// The holder's reports (src/pg/coord/coord_holder.hpp): what it tells
+// The holder's reports (src/pg/coord/holder.hpp): what it tells
 // shared memory for shardid_coordination() and generators (the state, the
 // lease, the last error, the counters since start) and the server log (a
 // line when a condition starts and one when it ends). The steps against
-// etcd that report: src/pg/coord/coord_holder.cpp.
+// etcd that report: src/pg/coord/holder.cpp.
 #include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "core/coord/coord.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/coord_shared.hpp"

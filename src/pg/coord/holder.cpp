@@ -1,6 +1,6 @@
-// The holder's steps against etcd (src/pg/coord/coord_holder.hpp): keep the lease, claim the id, read the previous
+// The holder's steps against etcd (src/pg/coord/holder.hpp): keep the lease, claim the id, read the previous
 // holder's mark, wait out its fence, record the window, and give the claim back (the counters:
-// src/pg/coord/coord_counters.cpp). The rules: src/core/coord/coord.hpp.
+// src/pg/coord/etcd_counters.cpp). The rules: src/core/coord/coord.hpp.
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/timeconv.hpp"
 #include "pg/base/wait_event.hpp"
@@ -414,7 +414,7 @@ void Holder::step()
     renewed_ = false;
 }
 
-// The worker's loop (src/pg/coord/coord_worker.cpp starts it): a step
+// The worker's loop (src/pg/coord/worker.cpp starts it): a step
 // against etcd, the state published, a wait; until SIGTERM.
 void Holder::run()
 {

@@ -1,7 +1,8 @@
-// The Citus group fence in shared memory (src/pg/source/citus_fence.cpp):
-// one entry per database whose node ids are its Citus group id, kept by
-// that database's "shardid citus fence" background worker and read by its
-// generators (src/pg/source/citus_source.cpp).
+// The Citus group fence in shared memory (src/pg/citus/fence.cpp), a part
+// of the node's (src/pg/state/shmem.hpp, shmem_part()): one entry per
+// database whose node ids are its Citus group id, kept by that database's
+// "shardid citus fence" background worker and read by its generators
+// (src/pg/citus/source.cpp).
 #pragma once
 
 #include <atomic>
@@ -50,5 +51,17 @@ struct CitusFence {
     char state[32];        // "confirmed", "waiting", "refused", "unreachable", "starting"
     char last_error[256];  // for shardid_coordination() (superusers, pg_monitor) and the log
 };
+
+struct CitusShared {
+    slock_t mutex;  // guards the entries' `database`
+    CitusFence fences[max_citus_databases];
+};
+
+// The attached part (nullptr until the node state is attached:
+// attach_if_needed()).
+extern CitusShared* citus_shared;
+
+// Called from _PG_init: registers the part.
+void citus_shmem_init();
 
 }  // namespace shardid::pg

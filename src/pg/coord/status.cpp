@@ -10,8 +10,9 @@ extern "C" {
 
 #include "pg/state/shmem.hpp"
 #include "pg/state/coord_shared.hpp"
+#include "pg/citus/citus.hpp"
 #include "pg/source/node_source.hpp"
-#include "pg/source/citus_fence.hpp"
+#include "pg/citus/fence.hpp"
 #include "pg/base/row.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"
@@ -44,7 +45,7 @@ double seconds(int64 closed_ms, int64 since, int64 now)
 
 // The columns of a node whose id comes from shardid.node_id, or from its
 // Citus group id (read here, in this database); a Citus worker's also show
-// its group fence (src/pg/source/citus_fence.cpp): until when it issues,
+// its group fence (src/pg/citus/fence.cpp): until when it issues,
 // the window end recorded on the coordinator, the fence's last error and
 // its requests. Its state is "unconfirmed" while the fence does not hold.
 Datum from_setting(FunctionCallInfo fcinfo, bool citus)

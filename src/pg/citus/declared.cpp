@@ -1,5 +1,5 @@
 // Explicit shards on a Citus worker, declared to the coordinator
-// (src/pg/source/citus_declared.hpp).
+// (src/pg/citus/declared.hpp).
 //
 // Order: the fence's worker stores a new declaration before it raises the
 // window, and a generator reads the window before the declaration, so a
@@ -8,7 +8,8 @@
 // a window end the coordinator recorded with a declaration holding it,
 // which is the floor a server later confirmed under that value issues
 // above.
-#include "pg/source/citus_declared.hpp"
+#include "pg/base/shard_declaration.hpp"  // C++ standard headers: before PostgreSQL's
+#include "pg/citus/declared.hpp"
 
 #include <atomic>
 #include <cerrno>
@@ -16,7 +17,7 @@
 #include <cstring>
 
 #include "pg/base/settings.hpp"
-#include "pg/source/citus_fence.hpp"
+#include "pg/citus/fence.hpp"
 
 extern "C" {
 #include "utils/elog.h"
@@ -26,7 +27,7 @@ namespace shardid::pg {
 
 bool citus_declaration_usable(uint64_t value, uint64_t* print, Status* status)
 {
-    shard_declaration(print);
+    *print = shard_declaration().fingerprint;
     const CitusFence* fence = citus_fence_of_database();
     if (fence == nullptr || fence->declared_refused.load() != *print)
         return true;

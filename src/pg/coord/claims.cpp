@@ -1,4 +1,4 @@
-// Claims of shard values in etcd, in batches (src/pg/coord/coord_values.cpp
+// Claims of shard values in etcd, in batches (src/pg/coord/values.cpp
 // decides which; the rules: src/core/coord/shard_claim.hpp): one read of
 // every key of up to batch_max_ values, one transaction that claims all of
 // them, above every ID a previous holder issued; and etcd's history under
@@ -12,7 +12,7 @@
 
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/source/shard_claims.hpp"
 #include "pg/state/shared.hpp"

@@ -1,11 +1,11 @@
 // Citus' node metadata as shardid reads it: this node's group id, whether
 // the metadata names a coordinator, whether this is a worker whose metadata
-// was taken away (src/pg/source/citus_metadata.hpp). Reads only.
-#include "pg/source/citus_metadata.hpp"
+// was taken away (src/pg/citus/metadata.hpp). Reads only.
+#include "pg/citus/metadata.hpp"
 
 #include <cstring>
 
-#include "pg/source/node_source.hpp"
+#include "pg/citus/citus.hpp"
 
 extern "C" {
 #include "utils/guc.h"

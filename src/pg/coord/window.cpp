@@ -1,11 +1,11 @@
 // The window of the node id held (docs/coordination.md, "What is
 // guaranteed"): recorded in etcd under the claim, moved after each renewal
 // and as generators need, lowered to what was issued at a clean release
-// (the holder's other steps: src/pg/coord/coord_holder.cpp).
+// (the holder's other steps: src/pg/coord/holder.cpp).
 #include <algorithm>
 #include <string>
 
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"
 

@@ -1,6 +1,6 @@
 // Explicit shards on a Citus worker (shardid.shards), declared to the
 // coordinator: the fence's worker sends this server's declaration with
-// each request (src/pg/source/citus_fence.cpp), the coordinator records it
+// each request (src/pg/citus/fence.cpp), the coordinator records it
 // unless it lists a group already confirmed (shardid_citus_confirm(),
 // table shardid_citus_declared), and refuses a server whose group a live
 // declaration holds. A worker issues an explicit shard only under the
@@ -10,7 +10,7 @@
 #include <cstdint>
 
 #include "core/status.hpp"
-#include "pg/state/citus_shared.hpp"
+#include "pg/citus/shared.hpp"
 
 namespace shardid::pg {
 

@@ -1,7 +1,7 @@
 // Reading Citus' node metadata in pg_catalog without SQL (works on a
-// standby and in a read-only transaction): src/pg/source/citus_metadata.cpp,
+// standby and in a read-only transaction): src/pg/citus/metadata.cpp,
 // and the group id's source that keeps what it read
-// (src/pg/source/citus_source.cpp).
+// (src/pg/citus/source.cpp).
 #pragma once
 
 #include "pg/base/pg.hpp"

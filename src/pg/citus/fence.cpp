@@ -48,18 +48,18 @@
 // issuing until it answers. A new server of a group (a restart, a
 // failover) waits until the previous one's lease on the coordinator ends,
 // at most F.
-#include "pg/source/citus_fence.hpp"
-
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 
+#include "pg/base/shard_declaration.hpp"  // C++ standard headers: before PostgreSQL's
+#include "pg/citus/fence.hpp"
 #include "pg/base/catalog.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
-#include "pg/source/citus_declared.hpp"
-#include "pg/source/node_source.hpp"
+#include "pg/citus/declared.hpp"
+#include "pg/citus/citus.hpp"
 #include "pg/state/coord_shared.hpp"
 #include "pg/state/shared.hpp"
 
@@ -155,11 +155,11 @@ int64_t renew(CitusFence* f)
     const int64_t sent = fence_clock_ms();
     const int64_t window_end = wall_clock().now_ms() + fence;
     const char* schema = get_namespace_name(shardid_extension().schema);
-    uint64_t declared = 0;
-    const char* declaration = shard_declaration(&declared);
-    const char* command =
-        psprintf("SELECT %s.shardid_citus_confirm(%lld, %s, %d, %lld, %s)", quote_identifier(schema), (long long)group,
-                 quote_literal_cstr(node_token()), fence, (long long)window_end, quote_literal_cstr(declaration));
+    const ShardDeclaration& declaration = shard_declaration();
+    const uint64_t declared = declaration.fingerprint;
+    const char* command = psprintf("SELECT %s.shardid_citus_confirm(%lld, %s, %d, %lld, %s)", quote_identifier(schema),
+                                   (long long)group, quote_literal_cstr(node_token()), fence, (long long)window_end,
+                                   quote_literal_cstr(declaration.multirange.c_str()));
     const char* answer = nullptr;
     f->requests.fetch_add(1);
     // A coordinator that does not answer ends the request after a fence
@@ -205,7 +205,7 @@ int64_t renew(CitusFence* f)
             f->group.store(group, std::memory_order_seq_cst);
         }
         // The declaration this window covers, before the window
-        // (src/pg/source/citus_declared.cpp).
+        // (src/pg/citus/declared.cpp).
         const char* overlap_why = citus_fence_declaration(f, declared, overlap);
         raise_to(f->window_end_ms, window_end);
         f->fence_ms.store(sent + fence, std::memory_order_seq_cst);
@@ -292,7 +292,7 @@ int64_t renew_once(CitusFence* f)
 
 CitusFence* find_entry(Oid database)
 {
-    for (CitusFence& f : shared->citus)
+    for (CitusFence& f : citus_shared->fences)
         if (f.database.load(std::memory_order_acquire) == database)
             return &f;
     return nullptr;
@@ -301,12 +301,12 @@ CitusFence* find_entry(Oid database)
 void worker_exit(int, Datum arg)
 {
     auto* f = reinterpret_cast<CitusFence*>(DatumGetPointer(arg));
-    SpinLockAcquire(&shared->citus_mutex);
+    SpinLockAcquire(&citus_shared->mutex);
     if (f->worker_pid.load() == MyProcPid) {
         f->worker_latch.store(nullptr);
         f->worker_pid.store(0);
     }
-    SpinLockRelease(&shared->citus_mutex);
+    SpinLockRelease(&citus_shared->mutex);
 }
 
 // Whether a waiting generator should wake the worker for a request now:
@@ -327,7 +327,7 @@ bool wake_worker(CitusFence* f)
 
 CitusFence* citus_fence_of_database()
 {
-    if (shared == nullptr)
+    if (citus_shared == nullptr)
         return nullptr;
     static CitusFence* cached = nullptr;
     if (cached != nullptr && cached->database.load(std::memory_order_acquire) == MyDatabaseId)
@@ -358,13 +358,13 @@ CitusFence* citus_fence_need()
     const int64_t now = fence_clock_ms();
     CitusFence* f = nullptr;
     bool start = false;
-    SpinLockAcquire(&shared->citus_mutex);
+    SpinLockAcquire(&citus_shared->mutex);
     f = find_entry(MyDatabaseId);
     if (f == nullptr) {
         // A free entry, or one whose database nobody needed for a while and
         // whose worker is gone (a dropped database, a database that stopped
         // generating): reclaimable.
-        for (CitusFence& e : shared->citus) {
+        for (CitusFence& e : citus_shared->fences) {
             const bool free = e.database.load() == InvalidOid;
             const bool stale = !free && e.worker_pid.load() == 0 && now - e.wanted_ms.load() > idle_exit_ms;
             if (free || stale) {
@@ -395,7 +395,7 @@ CitusFence* citus_fence_need()
         if (start)
             f->started_ms.store(now);
     }
-    SpinLockRelease(&shared->citus_mutex);
+    SpinLockRelease(&citus_shared->mutex);
     if (f == nullptr)
         ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
                         errmsg("too many databases of this node generate IDs under a Citus group id"),
@@ -452,8 +452,8 @@ extern "C" void shardid_citus_fence_main(Datum arg)
     BackgroundWorkerUnblockSignals();
     attach_if_needed();
     CitusFence* f = nullptr;
-    SpinLockAcquire(&shared->citus_mutex);
-    for (CitusFence& e : shared->citus)
+    SpinLockAcquire(&citus_shared->mutex);
+    for (CitusFence& e : citus_shared->fences)
         if (e.database.load() == database)
             f = &e;
     bool mine = f != nullptr && !worker_alive(f->worker_pid.load());
@@ -461,7 +461,7 @@ extern "C" void shardid_citus_fence_main(Datum arg)
         f->worker_pid.store(MyProcPid);
         f->worker_latch.store(MyLatch);
     }
-    SpinLockRelease(&shared->citus_mutex);
+    SpinLockRelease(&citus_shared->mutex);
     if (!mine)
         proc_exit(0);  // another worker has the entry, or it was freed
     before_shmem_exit(worker_exit, PointerGetDatum(f));
@@ -483,14 +483,14 @@ extern "C" void shardid_citus_fence_main(Datum arg)
         CHECK_FOR_INTERRUPTS();
     }
     // Idle: the entry goes, its fence first (generators ask for a new one).
-    SpinLockAcquire(&shared->citus_mutex);
+    SpinLockAcquire(&citus_shared->mutex);
     if (fence_clock_ms() - f->wanted_ms.load() > idle_exit_ms && f->worker_pid.load() == MyProcPid) {
         stop_fence(f);
         f->worker_pid.store(0);
         f->worker_latch.store(nullptr);
         f->database.store(InvalidOid, std::memory_order_release);
     }
-    SpinLockRelease(&shared->citus_mutex);
+    SpinLockRelease(&citus_shared->mutex);
     proc_exit(0);
 }
 

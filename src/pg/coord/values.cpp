@@ -1,7 +1,7 @@
 // The coordinator's side of shard value claims (src/pg/source/shard_claims.hpp; the
 // rules: src/core/coord/shard_claim.hpp): which values to claim (those
 // generators wait for, and those shardid.shards declares; the claims
-// themselves: src/pg/coord/coord_claims.cpp); publish them; give back those
+// themselves: src/pg/coord/claims.cpp); publish them; give back those
 // idle for shardid.shard_idle_release, those a shardid_release_shard()
 // asks for and those no longer declared; forget them all with the node id.
 #include <algorithm>
@@ -10,8 +10,9 @@
 
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/base/shard_declaration.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/source/shard_claims.hpp"
 #include "pg/state/shared.hpp"
 
@@ -167,15 +168,11 @@ void Holder::serve_values()
 void Holder::declare_values()
 {
     ShardClaims* t = shard_claims();
-    const char* text = shards_setting ? shards_setting : "";
+    const ShardDeclaration& declaration = shard_declaration();
+    const std::vector<coord::ShardRange>& declared = declaration.set;
     const int n_slots = shared->n_used.load(std::memory_order_acquire);
-    if (declared_text_ != text) {
-        std::string why;
-        std::vector<coord::ShardRange> set;
-        if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
-            set.clear();  // checked when set: never reached
-        declared_.swap(set);
-        declared_text_ = text;
+    if (declared_generation_ != declaration.generation) {
+        declared_generation_ = declaration.generation;
         declared_done_.assign(size_t(max_slots), 0);
         declared_full_ = false;
         // Values held no longer declared go back; those still declared stay.
@@ -184,12 +181,12 @@ void Holder::declare_values()
             const uint64_t key = e.key.load();
             if (key == 0 || e.own_id.load())
                 continue;
-            const bool in = !declared_.empty() && coord::shard_set_contains(declared_, claim_value(key));
+            const bool in = !declared.empty() && coord::shard_set_contains(declared, claim_value(key));
             e.declared.store(in);
-            e.undeclared.store(!declared_.empty() && !in);
+            e.undeclared.store(!declared.empty() && !in);
         }
     }
-    if (declared_.empty())
+    if (declared.empty())
         return;
     // The spaces in which an explicit shard is in use.
     std::vector<char> used(size_t(max_slots), 0);
@@ -205,7 +202,7 @@ void Holder::declare_values()
         const Slot& slot = shared->slots[s];
         const int64_t max = int64_t(slot.shape.layout(slot.name).shard_max());
         int64_t asked = 0, refused = 0;
-        for (const coord::ShardRange& r : declared_)
+        for (const coord::ShardRange& r : declared)
             for (int64_t v = r.lo; v <= std::min(r.hi, max); v++)
                 (want_declared(s, uint64_t(v)) ? asked : refused)++;
         declared_done_[size_t(s)] = 1;

@@ -1,11 +1,11 @@
 // What a Citus worker asks its coordinator, through Citus' own connection:
 // cluster-wide counters (DecimalId generator ids, call-number run ids) and,
 // for the key ring and the group fence, single answers
-// (src/pg/functions/keys.cpp, src/pg/source/citus_fence.cpp).
+// (src/pg/functions/keys.cpp, src/pg/citus/fence.cpp).
 #include <cerrno>
 #include <cstdlib>
 
-#include "pg/source/node_source.hpp"
+#include "pg/citus/citus.hpp"
 
 extern "C" {
 #include "catalog/pg_type.h"

@@ -1,4 +1,4 @@
-// The coordinator keeps what it holds confirmed (src/pg/coord/coord_values.cpp
+// The coordinator keeps what it holds confirmed (src/pg/coord/values.cpp
 // claims and releases): with every renewal of the lease, the shard keys it
 // holds are re-checked (the rules: src/core/coord/recheck.hpp); a coarse
 // layout's bound moves ahead of its IDs.
@@ -7,7 +7,7 @@
 
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/source/shard_claims.hpp"
 #include "pg/state/shared.hpp"

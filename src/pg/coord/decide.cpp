@@ -1,5 +1,5 @@
 // One shard value's claim decided from what etcd holds of it
-// (src/pg/coord/coord_claims.cpp reads and commits claims in batches; the
+// (src/pg/coord/claims.cpp reads and commits claims in batches; the
 // rules: src/core/coord/shard_claim.hpp): above every ID a previous holder
 // issued with it, or not now (held elsewhere, refused, ahead of the clock).
 #include <algorithm>
@@ -8,7 +8,7 @@
 
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/source/shard_claims.hpp"
 #include "pg/state/shared.hpp"

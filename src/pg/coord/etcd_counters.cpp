@@ -1,5 +1,5 @@
-// The holder's counters and the cluster's call-number key (src/pg/
-// coord_holder.hpp): counter values taken in etcd for backends, counters
+// The holder's counters and the cluster's call-number key
+// (src/pg/coord/holder.hpp): counter values taken in etcd for backends, counters
 // raised to this node's floors at each claim, and the call-number key read
 // and recorded for backends. The rules, and what a counter may hold:
 // src/core/coord/coord.hpp (counter_next()).
@@ -7,7 +7,7 @@
 #include <string>
 
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"
 

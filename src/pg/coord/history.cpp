@@ -8,7 +8,7 @@
 
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
-#include "pg/coord/coord_holder.hpp"
+#include "pg/coord/holder.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"
 

@@ -6,7 +6,7 @@
 // (its WAL-carried mark keeps a failover above the primary's IDs); but a
 // server that is no longer its group's (an old primary still running, a
 // removed worker) still reads its old group, so a worker issues only under
-// the coordinator's confirmation, fenced (src/pg/source/citus_fence.cpp).
+// the coordinator's confirmation, fenced (src/pg/citus/fence.cpp).
 // The other sources: src/pg/source/node_source.cpp.
 //
 // A group id counts only once the node is in the metadata it names: a node
@@ -20,7 +20,7 @@
 // (group 0 of a single-node cluster becoming a worker's), is removed or
 // updated issues its next ID under the group the committed metadata
 // names, never under the old one.
-#include "pg/source/node_source.hpp"
+#include "pg/citus/citus.hpp"
 #include "pg/source/shard_claims.hpp"
 
 #include <cerrno>
@@ -47,9 +47,9 @@ extern "C" {
 #include "pg/base/guard.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
-#include "pg/source/citus_declared.hpp"
-#include "pg/source/citus_metadata.hpp"
-#include "pg/source/citus_fence.hpp"
+#include "pg/citus/declared.hpp"
+#include "pg/citus/metadata.hpp"
+#include "pg/citus/fence.hpp"
 
 extern "C" {
 #include "catalog/pg_authid_d.h"
@@ -258,7 +258,7 @@ public:
         }
         *ticket = SourceTicket{0, id};
         // A worker issues only under the coordinator's confirmation that
-        // this server is its group's primary (src/pg/source/citus_fence.cpp);
+        // this server is its group's primary (src/pg/citus/fence.cpp);
         // checked again in confirm(), after the ID is covered.
         if (id > 0) {
             CitusFence* fence = citus_fence_of_database();
@@ -328,7 +328,7 @@ public:
                                      "the shard's rows on the node whose group it is.");
             return false;
         }
-        // A worker's counts once the coordinator recorded it (citus_declared.hpp).
+        // A worker's counts once the coordinator recorded it (src/pg/citus/declared.hpp).
         return ticket->id <= 0 || citus_declaration_usable(value, &ticket->declaration, status);
     }
 
@@ -450,6 +450,12 @@ const char* citus_group_problem(int64* group)
         return "the cluster's metadata (pg_dist_node) has no coordinator: run citus_set_coordinator_host() on it";
     }
     return nullptr;
+}
+
+void citus_init()
+{
+    citus_shmem_init();
+    register_citus_source(citus_source());
 }
 
 }  // namespace shardid::pg

@@ -1,4 +1,4 @@
-// The coordinator worker (src/pg/coord/coord_worker.cpp): registered at server
+// The coordinator worker (src/pg/coord/worker.cpp): registered at server
 // start when shardid.node_id_source is etcd.
 #pragma once
 

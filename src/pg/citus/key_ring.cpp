@@ -1,6 +1,6 @@
 // The key ring on Citus (docs/citus.md, "The key ring on Citus"): the
 // coordinator's ring is the cluster's. The key ring itself and its readers:
-// src/pg/functions/keys.cpp; Citus' group id: src/pg/source/citus_source.cpp.
+// src/pg/functions/keys.cpp; Citus' group id: src/pg/citus/source.cpp.
 //
 // - Every change to shardid_key on the coordinator (create_obfuscation_key,
 //   drop_obfuscation_key, a superuser's own INSERT, UPDATE, DELETE or
@@ -32,7 +32,7 @@
 // parameter (never in the statement's text), over Citus' connection to
 // each worker, as the role that changed the ring (a superuser unless one
 // granted the key functions).
-#include "pg/functions/keys.hpp"
+#include "pg/base/pg.hpp"
 
 extern "C" {
 #include "access/genam.h"
@@ -55,7 +55,7 @@ extern "C" {
 }
 
 #include "pg/base/catalog.hpp"
-#include "pg/source/node_source.hpp"
+#include "pg/citus/citus.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(shardid_key_ring_spread);

@@ -7,8 +7,8 @@
 // rules (fencing, marks, counters) are src/core/coord/coord.hpp.
 //
 // This file registers and starts it and checks its settings; the holder's
-// loop and steps are src/pg/coord/coord_holder.cpp, its reports (state,
-// counters, log lines) src/pg/coord/coord_report.cpp: calls go one way,
+// loop and steps are src/pg/coord/holder.cpp, its reports (state,
+// counters, log lines) src/pg/coord/report.cpp: calls go one way,
 // worker -> holder -> reports.
 //
 // It runs without a database connection; every C++ object it uses lives in
@@ -28,8 +28,8 @@
 #include "etcd/transport.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/coord_shared.hpp"
-#include "pg/coord/coord_holder.hpp"
-#include "pg/coord/coord_worker.hpp"
+#include "pg/coord/holder.hpp"
+#include "pg/coord/worker.hpp"
 #include "pg/base/etcd_settings.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"

@@ -1,0 +1,25 @@
+// The Citus group fence's shared memory (src/pg/citus/shared.hpp), a part
+// of the node's: attached with the node state in every process.
+#include "pg/citus/shared.hpp"
+
+#include "pg/state/shmem.hpp"
+
+namespace shardid::pg {
+
+CitusShared* citus_shared = nullptr;
+
+void citus_shmem_init()
+{
+    shmem_part({"shardid citus fence", sizeof(CitusShared),
+                [](void* part) {
+                    auto* c = static_cast<CitusShared*>(part);
+                    SpinLockInit(&c->mutex);
+                    for (CitusFence& f : c->fences) {
+                        SpinLockInit(&f.mutex);
+                        f.group.store(-1);
+                    }
+                },
+                reinterpret_cast<void**>(&citus_shared)});
+}
+
+}  // namespace shardid::pg
