@@ -80,7 +80,7 @@ deps_full() {
         "/usr/bin/unshare:util-linux" \
         "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" \
         "/usr/lib/python3/dist-packages/yaml/__init__.py:python3-yaml" "/usr/bin/etcd:etcd-server" \
-        "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni"
+        "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni" "/usr/bin/valgrind:valgrind"
 }
 
 # ensure_deps [quick|full]: installs the packages of that list (full when
@@ -108,6 +108,31 @@ ensure_packages() {
     log "installing missing packages: ${missing[*]}"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# single_user POSTGRES DATA [PREFIX...]: runs stdin's statements (one a
+# line) in a single-user backend of POSTGRES on DATA, shardid preloaded
+# with node id 7, the command started under PREFIX (valgrind) if given.
+single_user() {
+    local pg=$1 data=$2; shift 2
+    as_pg "$@" "$pg" --single -D "$data" -c shared_preload_libraries=shardid -c shardid.node_id=7 \
+        -c shardid.launch_id=1 -c jit=off postgres
+}
+# instructions_per_row POSTGRES DATA EXPR ROWS: the instructions one row of
+# EXPR costs in a single-user backend, counted by valgrind's cachegrind:
+# (the count for 2 x ROWS rows - the count for ROWS rows) / ROWS, so the
+# backend's start and end cancel out. Instruction counts do not depend on
+# what else the machine is doing (timings on a VM do). Fails on an error.
+instructions_per_row() {
+    local counts=() n out
+    for n in "$4" $((2 * $4)); do
+        out=$(echo "SELECT count(g) FROM (SELECT $3 AS g FROM generate_series(1, $n) i) s" |
+            single_user "$1" "$2" valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null 2>&1)
+        if grep -q ERROR <<<"$out"; then grep ERROR <<<"$out" >&2; return 1; fi
+        counts+=("$(sed -n 's/.*I *refs: *\([0-9,]*\).*/\1/p' <<<"$out" | tr -d ,)")
+    done
+    [ -n "${counts[0]}" ] && [ -n "${counts[1]}" ] || return 1
+    echo $(((counts[1] - counts[0]) / $4))
 }
 
 # Builds and installs the extension into the PostgreSQL of $PG_CONFIG.

@@ -15,6 +15,17 @@ extern "C" {
 #endif
 }
 
+// A syscache callback's cache id (CacheRegisterSyscacheCallback()): 19
+// names its type.
+#if PG_VERSION_NUM >= 190000
+extern "C" {
+#include "utils/syscache.h"
+}
+using SyscacheId = SysCacheIdentifier;
+#else
+using SyscacheId = int;
+#endif
+
 // Supported: PostgreSQL 15 to 18 (README, "Supported versions"). Version
 // differences are guarded with PG_VERSION_NUM where they are used.
 #if PG_VERSION_NUM < 150000

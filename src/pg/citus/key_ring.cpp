@@ -123,13 +123,12 @@ void send_to_workers(Oid nsp, const KeyChange& change)
     const Oid types[3] = {TEXTOID, BYTEAOID, INT8OID};
     const char* values[3] = {change.name, nullptr, nullptr};
     if (change.secret != nullptr) {
-        StringInfoData hex;
-        initStringInfo(&hex);
-        appendStringInfoString(&hex, "\\x");
-        const uint8_t* b = reinterpret_cast<const uint8_t*>(VARDATA_ANY(change.secret));
-        for (size_t i = 0; i < VARSIZE_ANY_EXHDR(change.secret); i++)
-            appendStringInfo(&hex, "%02x", b[i]);
-        values[1] = hex.data;
+        // bytea's text form, in PostgreSQL's own hex encoding.
+        const size_t len = VARSIZE_ANY_EXHDR(change.secret);
+        char* hex = static_cast<char*>(palloc(2 * len + 3));
+        hex[0] = '\\', hex[1] = 'x';
+        hex[2 + hex_encode(VARDATA_ANY(change.secret), len, hex + 2)] = '\0';
+        values[1] = hex;
         values[2] = psprintf(
             "%lld", (long long)(change.created_at + int64(POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * USECS_PER_DAY));
     }

@@ -31,6 +31,7 @@ extern "C" {
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
+#include "utils/syscache.h"
 #include "access/genam.h"
 #include "access/xact.h"
 #include "access/htup_details.h"
@@ -71,9 +72,12 @@ Oid group_database = InvalidOid;
 int64 txn_group_id = -1;
 TransactionId txn_group_xid = InvalidTransactionId;
 
-// The relations the group was read from, whose invalidation forgets it.
+// The relations the group was read from, whose invalidation forgets it;
+// whether they were looked up (InvalidOid then: no Citus in this
+// database), until pg_class changes (Citus' tables may come or go).
 Oid local_group_relid = InvalidOid;
 Oid dist_node_relid = InvalidOid;
+bool relids_known = false;
 bool callback_registered = false;
 
 // Every node's group id in pg_dist_node, for explicit shards: a declared
@@ -99,6 +103,7 @@ void forget_group(Datum, Oid relid)
         // and created again.
         local_group_relid = InvalidOid;
         dist_node_relid = InvalidOid;
+        relids_known = false;
         group_id = -1;
         group_database = InvalidOid;
         txn_group_id = -1;
@@ -117,14 +122,21 @@ int64 usable_group_id()
     return -1;
 }
 
+// A relation was made, changed or dropped: Citus' tables are looked up
+// again (a negative lookup is cached only until then).
+void forget_relids(Datum, SyscacheId, uint32) { relids_known = false; }
+
 // Registers forget_group() for Citus' node metadata of this database.
+// Without Citus, the two lookups that find no table run once per change
+// of pg_class, not once per call (obfuscate_id() asks on every call).
 void watch_metadata()
 {
     if (!callback_registered) {
         CacheRegisterRelcacheCallback(forget_group, (Datum)0);
+        CacheRegisterSyscacheCallback(RELNAMENSP, forget_relids, (Datum)0);
         callback_registered = true;
     }
-    if (OidIsValid(local_group_relid) && OidIsValid(dist_node_relid))
+    if (relids_known)
         return;
     const Oid local = get_relname_relid("pg_dist_local_group", PG_CATALOG_NAMESPACE);
     const Oid nodes = get_relname_relid("pg_dist_node", PG_CATALOG_NAMESPACE);
@@ -133,6 +145,7 @@ void watch_metadata()
         metadata_changes++;
     local_group_relid = local;
     dist_node_relid = nodes;
+    relids_known = true;
 }
 
 // Why this node has no group id to use, when it has none.

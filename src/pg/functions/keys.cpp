@@ -13,6 +13,9 @@ extern "C" {
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "lib/stringinfo.h"
+#if PG_VERSION_NUM >= 160000
+#include "nodes/miscnodes.h"  // ErrorSaveContext
+#endif
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
@@ -158,12 +161,10 @@ char* fingerprint(const uint8_t secret[16])
     SET_VARSIZE(b, VARHDRSZ + 16);
     memcpy(VARDATA(b), secret, 16);
     bytea* digest = DatumGetByteaPP(DirectFunctionCall1(sha256_bytea, PointerGetDatum(b)));
-    StringInfoData hex;
-    initStringInfo(&hex);
-    const uint8_t* d = reinterpret_cast<const uint8_t*>(VARDATA_ANY(digest));
-    for (size_t i = 0; i < VARSIZE_ANY_EXHDR(digest); i++)
-        appendStringInfo(&hex, "%02x", d[i]);
-    return hex.data;
+    const size_t len = VARSIZE_ANY_EXHDR(digest);
+    char* hex = static_cast<char*>(palloc(2 * len + 1));
+    hex[hex_encode(VARDATA_ANY(digest), len, hex)] = '\0';
+    return hex;
 }
 
 // A key is used only as the cluster's. Without Citus, and on the
@@ -250,13 +251,30 @@ bool pulls_keys()
     return pulling;
 }
 
-int hex_digit(char c)
+// A key's secret as the coordinator sends it (32 hex digits) into
+// `secret`; false for anything else. PostgreSQL's own decoding, told not
+// to raise (its error would quote a digit of the answer); 15 has no such
+// form, and reads keys from the coordinator only where Citus hides its
+// sending function (16 and later: key_ring_pulled()), so it compares
+// digits itself.
+bool decode_secret(const char* answer, uint8_t secret[16])
 {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    return -1;
+    if (strlen(answer) != 32)
+        return false;
+#if PG_VERSION_NUM >= 160000
+    ErrorSaveContext escontext = {T_ErrorSaveContext};
+    return hex_decode_safe(answer, 32, reinterpret_cast<char*>(secret), reinterpret_cast<Node*>(&escontext)) == 16 &&
+           !escontext.error_occurred;
+#else
+    const auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
+    for (int i = 0; i < 16; i++) {
+        const int hi = digit(answer[2 * i]), lo = digit(answer[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        secret[i] = uint8_t(hi << 4 | lo);
+    }
+    return true;
+#endif
 }
 
 void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
@@ -292,12 +310,7 @@ void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name),
                  errdetail("A Citus worker uses the coordinator's key ring, which has no key of this name."),
                  errhint("A superuser creates keys with create_obfuscation_key() on the coordinator.")));
-    bool valid = strlen(answer) == 32;
-    for (int i = 0; valid && i < 16; i++) {
-        const int hi = hex_digit(answer[2 * i]), lo = hex_digit(answer[2 * i + 1]);
-        valid = hi >= 0 && lo >= 0;
-        secret[i] = uint8_t(hi << 4 | lo);
-    }
+    const bool valid = decode_secret(answer, secret);
     explicit_bzero(const_cast<char*>(answer), strlen(answer));
     if (!valid)
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),

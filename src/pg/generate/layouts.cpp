@@ -102,11 +102,6 @@ void layout_catalog_changed(Datum, Oid relid)
 }
 
 // Syscache callback on pg_proc: a carrier function changed, or may have.
-#if PG_VERSION_NUM >= 190000
-using SyscacheId = SysCacheIdentifier;  // 19 names the cache id's type
-#else
-using SyscacheId = int;
-#endif
 void functions_changed(Datum, SyscacheId, uint32)
 {
     if (n_carried_entries > 0)
