@@ -47,12 +47,7 @@ for tree in old new; do
 done
 
 for tree in old new; do
-    single_user "$work/root-$tree$bindir/postgres" "$work/data-$tree" >"$work/setup-$tree.log" 2>&1 <<'SQL'
-CREATE EXTENSION shardid
-CREATE SEQUENCE s1 CACHE 1
-SELECT create_layout('l1ms', '2020-01-01 00:00+00', '1 millisecond', 41, 10, 12)
-SQL
-    grep -q ERROR "$work/setup-$tree.log" && { cat "$work/setup-$tree.log" >&2; exit 1; }
+    hot_path_setup "$work/root-$tree$bindir/postgres" "$work/data-$tree"
 done
 
 EXPRS=("i::bigint" "nextval('s1')" "obfuscate_id(i)" "reveal_id(i)" "next_trace_id()" "next_id('l1ms')"

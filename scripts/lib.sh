@@ -118,6 +118,19 @@ single_user() {
     as_pg "$@" "$pg" --single -D "$data" -c shared_preload_libraries=shardid -c shardid.node_id=7 \
         -c shardid.launch_id=1 -c jit=off postgres
 }
+# hot_path_setup POSTGRES DATA: the objects the hot-path counts use (the
+# extension, sequence s1 CACHE 1, layout l1ms of 1 ms ticks); fails on an
+# error, printing it.
+hot_path_setup() {
+    local out
+    out=$(single_user "$1" "$2" 2>&1 <<'SQL'
+CREATE EXTENSION shardid
+CREATE SEQUENCE s1 CACHE 1
+SELECT create_layout('l1ms', '2020-01-01 00:00+00', '1 millisecond', 41, 10, 12)
+SQL
+    )
+    if grep -q ERROR <<<"$out"; then grep ERROR <<<"$out" >&2; return 1; fi
+}
 # instructions_per_row POSTGRES DATA EXPR ROWS: the instructions one row of
 # EXPR costs in a single-user backend, counted by valgrind's cachegrind:
 # (the count for 2 x ROWS rows - the count for ROWS rows) / ROWS, so the

@@ -21,13 +21,8 @@ dir=$(pg_tmpdir)
 trap 'rm -rf "$dir"' EXIT
 as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 ||
     stop_suite "initdb failed: $(tail -3 "$dir/initdb.log")"
-out=$(single_user "$PG_BIN/postgres" "$dir/data" 2>&1 <<'SQL'
-CREATE EXTENSION shardid
-CREATE SEQUENCE s1 CACHE 1
-SELECT create_layout('l1ms', '2020-01-01 00:00+00', '1 millisecond', 41, 10, 12)
-SQL
-)
-grep -q ERROR <<<"$out" && stop_suite "the single-user backend could not set up: $(grep ERROR <<<"$out" | head -2)"
+hot_path_setup "$PG_BIN/postgres" "$dir/data" 2>"$dir/setup.log" ||
+    stop_suite "the single-user backend could not set up: $(head -2 "$dir/setup.log")"
 
 declare -A n
 for expr in "i::bigint" "nextval('s1')" "obfuscate_id(i)" "reveal_id(i)" "next_call_number()" "next_id('l1ms')" \
