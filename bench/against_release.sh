@@ -23,7 +23,7 @@ ensure_deps quick
 base=$(bash scripts/release.sh)
 version=$(git show "$base:shardid.control" | sed -n "s/^default_version = '\(.*\)'/\1/p")
 work=$(pg_tmpdir)
-port=${BENCH_PORT:-55470}
+port=${BENCH_PORT:-15470}
 trap 'cluster_stop "$work/pg" immediate; rm -rf "$work"' EXIT
 mkdir -p "$work/old" "$work/pg"
 [ "$(id -u)" = 0 ] && chown postgres: "$work/pg"

@@ -16,11 +16,11 @@ trap 'cluster_stop "$plain" immediate; cluster_stop "$with" immediate; rm -rf "$
 conf=("shared_buffers = '128MB'" "jit = off")
 cluster_init "$plain" "${conf[@]}"
 cluster_init "$with" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "${conf[@]}"
-cluster_start "$plain" 55482
-cluster_start "$with" 55483
-cluster_psql "$with" 55483 -c "SET client_min_messages = warning" -c "CREATE EXTENSION shardid"
+cluster_start "$plain" 15482
+cluster_start "$with" 15483
+cluster_psql "$with" 15483 -c "SET client_min_messages = warning" -c "CREATE EXTENSION shardid"
 
-python3 - "$plain" 55482 "$with" 55483 "$B" <<'PY'
+python3 - "$plain" 15482 "$with" 15483 "$B" <<'PY'
 import statistics, subprocess, sys
 
 def open_backend(dir_, port):

@@ -21,7 +21,7 @@ citus_available >/dev/null
 case $? in 0) ;; 2) echo "  (skipped: $(citus_source 2>&1 >/dev/null))"; exit 0 ;; *) echo "  (Citus did not build)"; exit 1 ;; esac
 cwork=$(pg_tmpdir)
 trap 'cnodes_stop; rm -rf "$cwork"' EXIT
-base=58800
+base=18800
 i=0
 for n in c w1 w2; do
     cnode_up "$n" $((base + i++)) "shardid.node_id_source = citus" "shared_buffers = '256MB'" "jit = off" \

@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 . test/coord/lib.sh
 ROUNDS=${1:-5}
-coord_setup 57800
+coord_setup 17800
 etcd_main 25791 25891
 PY=/usr/bin/python3
 TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 60s" "shared_buffers = '256MB'" "jit = off")
@@ -41,7 +41,7 @@ $PY test/coord/proxy.py 25800 count 25791 "$work/count-x" & coord_pids+=($!)
 wait_port 25800 || { echo "  (the counting proxy did not start)"; exit 1; }
 PREFIX=/bench-x
 ETCD_URLS=http://127.0.0.1:25800
-node_up x 57801 "" "shardid.node_id = 0" "shardid.shards = '0-7'" "${TTL10[@]}" || { echo "  (node x did not start)"; exit 1; }
+node_up x 17801 "" "shardid.node_id = 0" "shardid.shards = '0-7'" "${TTL10[@]}" || { echo "  (node x did not start)"; exit 1; }
 wait_state x held 30 || { echo "  (node x did not claim its id)"; exit 1; }
 echo "  per renewal of the lease, one node, steady state, over 5 renewals each:"
 for set in 0-7 0-1023 0-8191; do
@@ -67,7 +67,7 @@ q x -c "ALTER SYSTEM SET shardid.max_shard_claims = 20000" >/dev/null
 cluster_stop "${dir_of[x]}" fast
 node_start x || { echo "  (node x did not start again)"; exit 1; }
 wait_state x held 30 || { echo "  (node x did not claim its id again)"; exit 1; }
-node_up k 57809 "" "shardid.node_id_source = setting" "shardid.node_id = 9" "shared_buffers = '256MB'" "jit = off" ||
+node_up k 17809 "" "shardid.node_id_source = setting" "shardid.node_id = 9" "shared_buffers = '256MB'" "jit = off" ||
     { echo "  (node k did not start)"; exit 1; }
 for n in x k; do q $n -c "SELECT create_layout('insta_wide', date_trunc('day', now()), '1 ms', 35, 13, 15)" >/dev/null; done
 for l in "next_instagram_id(i)" "next_id('insta_wide', i)"; do
@@ -94,7 +94,7 @@ ETCD_URLS=http://127.0.0.1:25791
 PREFIX=/bench-three
 i=0
 for set in 0-2730 2731-5461 5462-8191; do
-    node_up "n$i" $((57802 + i)) "" "shardid.node_id = $((10 + i))" "shardid.shards = '$set'" "${TTL10[@]}" ||
+    node_up "n$i" $((17802 + i)) "" "shardid.node_id = $((10 + i))" "shardid.shards = '$set'" "${TTL10[@]}" ||
         { echo "  (a node did not start)"; exit 1; }
     i=$((i + 1))
 done

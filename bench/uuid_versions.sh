@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 N=${1:-1000000}; REPS=${2:-5}; ROWS=${3:-1000000}
 
 dir=$(pg_tmpdir)
-port=55480
+port=15480
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shared_buffers = '256MB'" \
     "jit = off" "max_wal_size = '4GB'" >/dev/null

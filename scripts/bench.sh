@@ -21,7 +21,7 @@ build_install
 make -s build/engine_bench >/dev/null
 
 dir=$(pg_tmpdir)
-port=55460
+port=15460
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 server_conf=("max_connections = 20" "shared_buffers = '256MB'" "jit = off" "work_mem = '512MB'")
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" "${server_conf[@]}"
@@ -228,7 +228,7 @@ echo
 # --- 5b. node ids from etcd -------------------------------------------------
 # A second server whose node id comes from a real etcd (private ports, a
 # temporary data directory), with the default lease TTL (10 s).
-edir=$(pg_tmpdir); eport=55461; etcd_cport=23861; etcd_pport=23961
+edir=$(pg_tmpdir); eport=15461; etcd_cport=23861; etcd_pport=23961
 trap 'cluster_stop "$dir" immediate; cluster_stop "$edir" immediate; [ -n "${etcd_pid:-}" ] && kill -9 "$etcd_pid" 2>/dev/null; rm -rf "$dir" "$edir"' EXIT
 etcd --name bench --data-dir "$edir/etcd" --log-level error \
     --listen-client-urls "http://127.0.0.1:$etcd_cport" --advertise-client-urls "http://127.0.0.1:$etcd_cport" \

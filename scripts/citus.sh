@@ -182,13 +182,12 @@ cnode_up() {  # NAME PORT CONF-LINES...
     cport_of[$name]=$port
     cluster_init "$d" "shared_preload_libraries = 'citus,shardid'" "listen_addresses = '127.0.0.1'" \
         "max_prepared_transactions = 100" "max_connections = 200" "wal_level = logical" "$@" || return 1
-    cnode_start "$name" && cq "$name" -c "CREATE EXTENSION citus" >/dev/null && return 0
-    # Why not, for the suite's output (a node that did not start once in
-    # the 17 root, its logs gone with the root's temporary directory).
-    tail -n 5 "$d/server.log" 2>/dev/null | sed "s/^/# $name: /"
-    return 1
+    cnode_start "$name" && cq "$name" -c "CREATE EXTENSION citus" >/dev/null
 }
+# cnode_why NAME: why a node did not start, on one line (its log's errors).
+cnode_why() { server_why "${cdir_of[$1]:-/nonexistent}/server.log"; }
 cnode_start() {
+    private_port "${cport_of[$1]}" || return 1
     as_pg "$PG_BIN/pg_ctl" -D "${cdir_of[$1]}/data" -l "${cdir_of[$1]}/server.log" -o "-p ${cport_of[$1]}" \
         -w -t 60 start >/dev/null
 }

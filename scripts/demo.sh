@@ -15,7 +15,7 @@ log "building and installing shardid"
 build_install
 
 dir=$(pg_tmpdir)
-port=55499
+port=15499
 log "starting a throwaway PostgreSQL in $dir (port $port, socket in $dir)"
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7"
 cluster_start "$dir" "$port"

@@ -180,8 +180,27 @@ scenario_cluster() {
     cluster_start "$dir" "$port" || exit 1
 }
 
+# private_port PORT: true when PORT is below (or above) the kernel's
+# ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default).
+# Inside it, an outgoing connection's local end (Citus' connections between
+# nodes, clients) may hold the port when a test server starts, and the
+# server cannot listen ("Address already in use": CI's Citus suite, "w7 did
+# not start" on 58708). Every server the suites start is checked here.
+private_port() {
+    local lo=32768 hi=60999
+    read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+    if [ "$1" -ge "$lo" ] && [ "$1" -le "$hi" ]; then
+        echo "port $1 is in the kernel's ephemeral port range ($lo-$hi), where an outgoing connection may hold it: give the test server a port below $lo" >&2
+        return 1
+    fi
+}
+# server_why LOG: a server log's last errors on one line (why it did not
+# start), for a FAIL line: the test command's log keeps only those.
+server_why() { grep -E 'FATAL|PANIC|ERROR|could not' "$1" 2>/dev/null | tail -3 | tr '\n' ' '; }
+
 # cluster_start DIR PORT / cluster_stop DIR [MODE]
 cluster_start() {
+    private_port "$2" || return 1
     as_pg "$PG_BIN/pg_ctl" -D "$1/data" -l "$1/server.log" -o "-p $2" -w -t 60 start >/dev/null 2>&1 || {
         tail -20 "$1/server.log" >&2; return 1; }
 }

@@ -181,7 +181,7 @@ run_integration() {
         broken "integration ($PGV)" "integration tests did not build"
         return
     fi
-    local port=55400 mode dir out rc scenario
+    local port=15400 mode dir out rc scenario
     for mode in preloaded "not preloaded"; do
         dir=$(pg_tmpdir)
         local conf=("shardid.node_id = 7" "shardid.launch_id = 65" "max_connections = 40")

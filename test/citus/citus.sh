@@ -58,7 +58,7 @@ set -u
 citus_available
 case $? in 0) ;; 2) exit 0 ;; *) exit 1 ;; esac
 
-base=${CITUS_PORT_BASE:-58700}
+base=${CITUS_PORT_BASE:-18700}
 cwork=$(pg_tmpdir)
 trap 'cnodes_stop; rm -rf "$cwork"' EXIT
 q() { cq "$@"; }
@@ -95,8 +95,8 @@ q_err() { q "$1" -c "\\set VERBOSITY verbose" -c "$2" 2>&1 >/dev/null | head -3 
 
 # --- 1: the extension and the node ids ------------------------------------------
 src="shardid.node_id_source = citus"
-cnode_up c "$base" "$src" || { fail "citus: the coordinator did not start"; exit 1; }
-cnode_up w1 $((base + 1)) "$src" && cnode_up w2 $((base + 2)) "$src" || { fail "citus: a worker did not start"; exit 1; }
+cnode_up c "$base" "$src" || { fail "citus: the coordinator did not start: $(cnode_why c)"; exit 1; }
+cnode_up w1 $((base + 1)) "$src" && cnode_up w2 $((base + 2)) "$src" || { fail "citus: a worker did not start: $(cnode_why w1) $(cnode_why w2)"; exit 1; }
 q c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null
 cnode_add w1 && cnode_add w2 || { fail "citus: citus_cnode_add failed"; exit 1; }
 q c -c "CREATE EXTENSION shardid" >/dev/null
@@ -109,7 +109,7 @@ for n in c w1 w2; do
         "$(q "$n" -c "SELECT node_id FROM shardid_coordination() WHERE source = 'citus' AND state = 'configured'")"
 done
 check "a TraceId made on w2 decodes to group 2" "2" "$(q w2 -c "SELECT (trace_id_decode(next_trace_id())).node_no")"
-cnode_up w3 $((base + 3)) "$src" || stop_suite "w3 did not start"
+cnode_up w3 $((base + 3)) "$src" || stop_suite "w3 did not start: $(cnode_why w3)"
 q w3 -c "CREATE EXTENSION shardid" >/dev/null
 err=$(q_err w3 "SELECT next_trace_id()")
 contains "a Citus node not yet in a cluster refuses to issue (55000)" "$err" "55000"
@@ -122,7 +122,7 @@ q w3 -c "DROP EXTENSION shardid" >/dev/null
 # as in most of Citus' own test clusters): x1 the coordinator, x2 its worker.
 # Issue 58: the coordinator refused at once with a hint, but a worker's
 # statements waited about 50 s before they gave up.
-cnode_up x1 $((base + 13)) "$src" && cnode_up x2 $((base + 14)) "$src" || stop_suite "x1 or x2 did not start"
+cnode_up x1 $((base + 13)) "$src" && cnode_up x2 $((base + 14)) "$src" || stop_suite "x1 or x2 did not start: $(cnode_why x1) $(cnode_why x2)"
 q x1 -c "CREATE EXTENSION shardid" -c "SELECT citus_add_node('127.0.0.1', $((base + 14)))" >/dev/null ||
     fail "x1: citus_add_node(x2) failed"
 t0=$(date +%s%3N)
@@ -503,7 +503,7 @@ as_pg "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p $((base + 1)) -U postgres -D "$sb/
     fail "pg_basebackup of w1 failed"
 cdir_of[s1]=$sb; cport_of[s1]=$((base + 4))
 cnode_conf s1 "unix_socket_directories = '$sb'" "shardid.clock_offset_ms = -5000"
-cnode_start s1 || stop_suite "the standby of w1 did not start"
+cnode_start s1 || stop_suite "the standby of w1 did not start: $(cnode_why s1)"
 q w1 -c "SELECT max(next_trace_id()) FROM generate_series(1, 2000)" >/dev/null
 lsn=$(q w1 -c "SELECT pg_current_wal_lsn()")
 for _ in $(seq 100); do
@@ -608,7 +608,7 @@ SELECT create_distributed_table('events', 'tenant', shard_count := 8);
 SQL
 for n in c w1 w2; do
     cnode_conf "$n" "shardid.node_id_source = setting" "shardid.node_id = 7"
-    cnode_stop "$n" && cnode_start "$n" || fail "$n did not restart"
+    cnode_stop "$n" && cnode_start "$n" || fail "$n did not restart: $(cnode_why "$n")"
 done
 out=$(/usr/bin/python3 test/citus/load.py --seconds 10 --expect-duplicates --paths router,multi "${nodes[@]}" 2>&1)
 echo "$out"
@@ -635,7 +635,7 @@ done
 # in its metadata); one backend stays open while c adds w4 as a worker.
 # That backend's next ID must carry w4's new group, never 0, the
 # coordinator's (issue 48: it kept group 0 for its life).
-cnode_up w4 $((base + 5)) "$src" || stop_suite "w4 did not start"
+cnode_up w4 $((base + 5)) "$src" || stop_suite "w4 did not start: $(cnode_why w4)"
 q w4 -c "SELECT citus_set_coordinator_host('127.0.0.1', $((base + 5)))" -c "CREATE EXTENSION shardid" >/dev/null
 coproc W4 { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p $((base + 5)) -U postgres -X -At 2>&1; }
 ask_w4() { echo "SELECT (trace_id_decode(next_trace_id())).node_no;" >&"${W4[1]}"; read -r -t 30 answer <&"${W4[0]}" || answer=none; echo "$answer"; }
@@ -655,7 +655,7 @@ sleep 1.5
 err=$(q_err w4 "SELECT next_trace_id()")
 contains "a worker removed from the metadata while it runs refuses to issue (55000)" "$err" \
     "has not confirmed this server as the primary of group $w4_group"
-cnode_up w5 $((base + 6)) "$src" || stop_suite "w5 did not start"
+cnode_up w5 $((base + 6)) "$src" || stop_suite "w5 did not start: $(cnode_why w5)"
 q c -c "SELECT citus_add_node('127.0.0.1', $((base + 6)), groupid => $w4_group)" >/dev/null ||
     fail "citus_add_node(w5, groupid => $w4_group) failed"
 w5_min=$(q w5 -c "SELECT min(next_trace_id()) FROM generate_series(1, 1000)" 2>&1)
@@ -681,7 +681,7 @@ declared_then_added() {
     by_max=$(q "$by" -c "SELECT max(next_instagram_id($v)) FROM generate_series(1, 20000)" 2>&1)
     check "$by (group $by_group) declares shard $v and issues 20,000 IDs with it" "t" \
         "$([ "$by_max" -gt 0 ] 2>/dev/null && echo t || echo "f ($by_max)")"
-    cnode_up "$new" "$port" "$src" || stop_suite "$new did not start"
+    cnode_up "$new" "$port" "$src" || stop_suite "$new did not start: $(cnode_why "$new")"
     q c -c "SELECT citus_add_node('127.0.0.1', $port, groupid => $v)" >/dev/null ||
         fail "citus_add_node($new, groupid => $v) failed"
     err=$(q_err "$new" "SELECT next_instagram_id()")
@@ -702,7 +702,7 @@ declared_then_added() {
 # c and w1 take their node ids from Citus again (section 5 set them by hand).
 for n in c w1; do
     cnode_conf "$n" "$src" "shardid.node_id = -1"
-    cnode_stop "$n" && cnode_start "$n" || fail "$n did not restart"
+    cnode_stop "$n" && cnode_start "$n" || fail "$n did not restart: $(cnode_why "$n")"
 done
 declared_then_added c 0 w6 $((base + 7)) 40
 declared_then_added w1 1 w7 $((base + 8)) 41

@@ -32,7 +32,7 @@ set -u
 . scripts/lib.sh
 . test/coord/lib.sh
 
-coord_setup 56700
+coord_setup 16700
 etcd_main 24591 24691
 PY=/usr/bin/python3
 sections=" ${CLAIMS_SECTIONS:-1 2 3 4 5 6 7} "

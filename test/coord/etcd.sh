@@ -31,7 +31,7 @@ set -u
 . scripts/lib.sh
 . test/coord/lib.sh
 
-coord_setup 56100
+coord_setup 16100
 etcd_main 23891 23991
 PREFIX=/s1
 

@@ -31,7 +31,7 @@ set -u
 . test/coord/lib.sh
 section() { [ -z "${ETCD_VALUES_SECTIONS:-}" ] || [[ " $ETCD_VALUES_SECTIONS " == *" $1 "* ]]; }
 
-coord_setup 57300
+coord_setup 17300
 etcd_main 25891 25991
 proxies=()
 trap 'kill ${proxies[*]:-} 2>/dev/null; coord_cleanup' EXIT

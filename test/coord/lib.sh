@@ -7,7 +7,7 @@ declare -A dir_of port_of etcd_pid_of
 coord_dirs=()
 coord_pids=()
 
-coord_setup() {  # BASE_PORT: nodes on BASE_PORT+1.., etcds on BASE_PORT-2000..
+coord_setup() {  # BASE_PORT: nodes on BASE_PORT+1.. (below 32768: private_port)
     base=$1
     work=$(pg_tmpdir)
     trap coord_cleanup EXIT
@@ -24,6 +24,7 @@ coord_cleanup() {
 # etcd_start NAME CLIENT_PORT PEER_PORT [INITIAL_CLUSTER]: one member.
 etcd_start() {
     local name=$1 cport=$2 pport=$3 cluster=${4:-$1=http://127.0.0.1:$3}
+    private_port "$cport" && private_port "$pport" || return 1
     etcd --name "$name" --data-dir "$work/etcd-$name" \
         --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
         --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
@@ -61,6 +62,7 @@ node_up() {
 }
 node_start() {  # NAME [FAKETIME]
     local d=${dir_of[$1]}
+    private_port "${port_of[$1]}" || return 1
     if [ -n "${2:-}" ]; then
         as_pg env LD_PRELOAD="$FAKETIME_LIB" FAKETIME="$2" FAKETIME_DISABLE_SHM=1 FAKETIME_DONT_RESET=1 FAKETIME_NO_CACHE=1 FAKETIME_DONT_FAKE_MONOTONIC=1 "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" \
             -o "-p ${port_of[$1]}" -w -t 60 start >/dev/null 2>&1

@@ -30,7 +30,7 @@ set -u
 . test/coord/lib.sh
 PY=/usr/bin/python3  # Debian's, with python3-psycopg2
 
-coord_setup 56500
+coord_setup 16500
 etcd_main 24101 24201
 PREFIX=/o1
 TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 10s")

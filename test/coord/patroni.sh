@@ -19,7 +19,7 @@ set -u
 . scripts/lib.sh
 . test/coord/lib.sh
 
-coord_setup 56300
+coord_setup 16300
 etcd_main 23871 23971
 PATRONI=/usr/bin/patroni
 declare -A rest_of
@@ -139,7 +139,7 @@ failover_run() {
 
 # --- 7: Patroni, shardid's node id from etcd --------------------------------
 PAUSE_BOUND_MS=40000
-failover_run ha etcd 56300 3
+failover_run ha etcd 16300 3
 [ -n "${new_min:-}" ] && [ -n "${old_max:-}" ] && [ "$new_min" -gt "$old_max" ] 2>/dev/null &&
     pass "Patroni failover (kill -9 of the leader under load): every ID of the new leader is above every ID of the old" ||
     fail "Patroni failover: old leader's max ${old_max:-?}, new leader's min ${new_min:-?}"
@@ -152,7 +152,7 @@ check "Patroni failover: the new leader holds node id 20 from etcd" "held 20" \
     "$(q "$new_leader" -c "SELECT state || ' ' || node_id FROM shardid_coordination()" 2>/dev/null)"
 
 # Control: node ids from settings, the same cluster otherwise.
-failover_run ctl setting 56330 2
+failover_run ctl setting 16330 2
 [ -n "${new_min:-}" ] && [ -n "${old_max:-}" ] && [ "$new_min" -lt "$old_max" ] 2>/dev/null &&
     pass "control: with node ids from settings, the new leader issues IDs below the old leader's" ||
     fail "control with settings: old leader's max ${old_max:-?}, new leader's min ${new_min:-?} (expected below)"

@@ -21,7 +21,7 @@ set -u
 . scripts/lib.sh
 . test/coord/lib.sh
 
-coord_setup 56640
+coord_setup 16640
 member() {  # NAME CLIENT_PORT PEER_PORT [VAR=VALUE...]: docs/setup/etcd-member.sh
     local name=$1 cport=$2 pport=$3; shift 3
     env NAME="$name" CLIENT_PORT="$cport" PEER_PORT="$pport" DATA_DIR="$work/etcd-$name" "$@" \
@@ -34,17 +34,17 @@ member trial 24201 24202
 etcd_wait_up 24201 && pass "trial: docs/setup/etcd-member.sh starts a one-member etcd" ||
     { fail "trial: etcd did not start"; tail -5 "$work/etcd-trial.log"; }
 ETCD_URLS=http://127.0.0.1:24201 PREFIX=/shardid
-node_up t1 56641 "" && wait_state t1 held 30 && pass "trial: a node claims node id $(held_id t1)" ||
+node_up t1 16641 "" && wait_state t1 held 30 && pass "trial: a node claims node id $(held_id t1)" ||
     fail "trial: the node holds no id ($(q t1 -c "SELECT state || ': ' || coalesce(last_error, '') FROM shardid_coordination()"))"
 
 # --- trial: docs/setup/trial.sh, two nodes, as docs/etcd.md runs it --------------
 # As written (su postgres -c 'sh -s' < docs/setup/trial.sh), with its own
 # directory and ports; then the page's two queries on both nodes.
 trial=$work/trial
-out=$(as_pg env DIR="$trial" ETCD_PORT=24311 PG_PORT=56651 sh -s <docs/setup/trial.sh 2>&1)
+out=$(as_pg env DIR="$trial" ETCD_PORT=24311 PG_PORT=16651 sh -s <docs/setup/trial.sh 2>&1)
 echo "$out" | sed 's/^/# /'
-check "trial.sh: two nodes, each holding its own node id" "node1 (port 56651): state held, node id 0
-node2 (port 56652): state held, node id 1" "$(grep '^node' <<<"$out")"
+check "trial.sh: two nodes, each holding its own node id" "node1 (port 16651): state held, node id 0
+node2 (port 16652): state held, node id 1" "$(grep '^node' <<<"$out")"
 page_sql=$(python3 - <<'PY'
 import re
 text = open("docs/etcd.md", encoding="utf-8").read()
@@ -52,7 +52,7 @@ print(re.search(r"```sql norun: it needs the trial's servers[^\n]*\n(.*?)```", t
 PY
 )
 for n in 1 2; do
-    got=$(as_pg "$PG_BIN/psql" -X -At -h "$trial" -p $((56650 + n)) -d postgres <<<"$page_sql" 2>&1)
+    got=$(as_pg "$PG_BIN/psql" -X -At -h "$trial" -p $((16650 + n)) -d postgres <<<"$page_sql" 2>&1)
     contains "trial: node$n answers the page's queries: held" "$got" "held|$((n - 1))|"
     check "... and its TraceId decodes to node id $((n - 1)), with a call number of 8 characters" "$((n - 1)) 8" \
         "$(tail -1 <<<"$got" | awk -F'|' '{ print $1, length($2) }')"
@@ -93,8 +93,8 @@ chown -R postgres "$secrets" 2>/dev/null; chmod 600 "$secrets"/*
 ETCD_URLS=https://127.0.0.1:24211,https://127.0.0.1:24221,https://127.0.0.1:24231
 tls_lines=("shardid.etcd_cacert = '$secrets/ca.crt'" "shardid.etcd_cert = '$secrets/shardid.crt'"
            "shardid.etcd_key = '$secrets/shardid.key'" "shardid.etcd_user = 'shardid'")
-node_up a 56642 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/password'"
-node_up b 56643 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/password'"
+node_up a 16642 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/password'"
+node_up b 16643 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/password'"
 if wait_state a held 30 && wait_state b held 30 && [ "$(held_id a)" != "$(held_id b)" ]; then
     pass "production: two nodes claim ids $(held_id a) and $(held_id b) over TLS as the user shardid"
 else
@@ -103,12 +103,12 @@ fi
 check "production: 4000 IDs from the two nodes, none twice" 4000 \
     "$( (q a -c "SELECT next_snowflake_id() FROM generate_series(1, 2000)"; q b -c "SELECT next_snowflake_id() FROM generate_series(1, 2000)") | sort -u | wc -l)"
 PREFIX=/other
-node_up c 56644 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/password'"
+node_up c 16644 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/password'"
 wait_state c unauthorized 30 && q c -c "SELECT last_error FROM shardid_coordination()" | grep -q 'permission denied' &&
     pass "production: a prefix outside the role's is refused (unauthorized: permission denied)" ||
     fail "production: a node outside the role's prefix is $(q c -c "SELECT state FROM shardid_coordination()")"
 PREFIX=/shardid
-node_up d 56645 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/wrong'"
+node_up d 16645 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/wrong'"
 wait_state d unauthorized 30 && q d -c "SELECT last_error FROM shardid_coordination()" | grep -q 'authentication' &&
     pass "production: a wrong password is refused (unauthorized: authentication failed)" ||
     fail "production: a node with a wrong password is $(q d -c "SELECT state FROM shardid_coordination()")"
@@ -130,10 +130,10 @@ switch_to_etcd() {  # NAME: the procedure's step 2, the node keeping its id
     as_pg "$PG_BIN/pg_ctl" -D "${dir_of[$1]}/data" -m fast -w stop >/dev/null 2>&1
     node_start "$1" && wait_state "$1" held 30
 }
-settings_node m1 56651 1 && settings_node m2 56652 2 || stop_suite "migration: the settings nodes did not start"
+settings_node m1 16651 1 && settings_node m2 16652 2 || stop_suite "migration: the settings nodes did not start"
 gen m1; gen m2
 # Step 1: every new etcd node claims above the ids in use.
-node_up m3 56653 "" "shardid.etcd_node_id_min = 3" && wait_state m3 held 30
+node_up m3 16653 "" "shardid.etcd_node_id_min = 3" && wait_state m3 held 30
 check "migration: a new node reserving above the ids in use claims 3" 3 "$(held_id m3)"
 q m3 -c "CREATE TABLE ids (id bigint, at timestamptz)"
 gen m3
@@ -142,7 +142,7 @@ gen m1; gen m2; gen m3
 switch_to_etcd m2 && check "migration: m2 switched to etcd holds its own id 2" 2 "$(held_id m2)" || fail "migration: m2 did not switch"
 gen m2
 # Step 3: once every node is on etcd, -1 claims the lowest free id.
-node_up m4 56654 "" && wait_state m4 held 30
+node_up m4 16654 "" && wait_state m4 held 30
 check "migration: afterwards a node with -1 claims the lowest free id, 0" 0 "$(held_id m4)"
 q m4 -c "CREATE TABLE ids (id bigint, at timestamptz)"; gen m4
 for n in m1 m2 m3 m4; do q "$n" -c "SELECT id, '$n', at FROM ids ORDER BY at, id" -F' '; done >"$ids"
@@ -156,6 +156,6 @@ check "migration: each switched node's IDs rise across its switch, in the order 
 # Control: without the reservation, a node with -1 claims an id that a node
 # still on settings uses.
 PREFIX=/fleet-control
-settings_node c1 56661 0 || stop_suite "control: the settings node did not start"
-node_up c2 56662 "" && wait_state c2 held 30
+settings_node c1 16661 0 || stop_suite "control: the settings node did not start"
+node_up c2 16662 "" && wait_state c2 held 30
 check "control: without the reservation, a new node claims id 0, which a settings node uses" 0 "$(held_id c2)"

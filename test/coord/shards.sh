@@ -53,7 +53,7 @@ set -u
 . scripts/lib.sh
 . test/coord/lib.sh
 
-coord_setup 56600
+coord_setup 16600
 etcd_main 24391 24491
 PREFIX=/sh
 sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12 13} "

@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 pages=("$@")
 [ ${#pages[@]} -eq 0 ] && pages=(README.md docs/*.md)
 
-scenario_cluster 55470 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
+scenario_cluster 15470 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "timezone = 'UTC'" "log_timezone = 'UTC'" "datestyle = 'ISO, MDY'" "lc_messages = 'C'" \
     "wal_level = logical"  # docs/several-nodes.md: a writer's configuration
 

@@ -16,7 +16,7 @@ set -u
 cd "$(dirname "$0")/../.."
 . scripts/lib.sh
 
-scenario_cluster 55475 "timezone = 'UTC'" "lc_messages = 'C'"
+scenario_cluster 15475 "timezone = 'UTC'" "lc_messages = 'C'"
 psql_in() {  # DB: SQL on stdin, as typed into psql
     psql -X -q -P pager=off -P footer=off -h "$dir" -p "$port" -U postgres -d "$1" 2>&1
 }

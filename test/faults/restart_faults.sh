@@ -12,7 +12,7 @@ set -u
 . scripts/lib.sh
 
 dir=$(pg_tmpdir)
-port=55420
+port=15420
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "max_connections = 30" || exit 1
 cluster_start "$dir" "$port" || exit 1

@@ -16,7 +16,7 @@
 set -u
 . scripts/lib.sh
 
-scenario_cluster 55436 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
+scenario_cluster 15436 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "max_connections = 30"
 q() { cluster_psql "$dir" "$port" -At "$@"; }
 qdb() { local db=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d "$db" -At "$@"; }

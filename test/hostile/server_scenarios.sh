@@ -14,7 +14,7 @@
 set -u
 . scripts/lib.sh
 
-scenario_cluster 55430 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
+scenario_cluster 15430 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "max_connections = 30" "deadlock_timeout = '200ms'"
 q() { cluster_psql "$dir" "$port" -At "$@"; }
 # qt SECONDS ARGS...: q that gives up (and fails) after SECONDS, so that a

@@ -15,7 +15,7 @@ ensure_deps  # installs sqlsmith where missing
 command -v sqlsmith >/dev/null || { echo "FAIL sqlsmith_available: could not install sqlsmith"; exit 0; }
 
 dir=$(pg_tmpdir)
-port=55440
+port=15440
 trap 'cluster_stop "$dir" immediate; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "max_connections = 20" "log_min_messages = warning" || exit 1

@@ -10,7 +10,7 @@
 set -u
 . scripts/lib.sh
 
-base=55430
+base=15430
 dirs=()
 cleanup() { for d in "${dirs[@]}"; do cluster_stop "$d" immediate; rm -rf "$d"; done; }
 trap cleanup EXIT

@@ -9,7 +9,7 @@ set -u
 N=${RANDOMNESS_N:-300000}
 
 dir=$(pg_tmpdir)
-port=55440
+port=15440
 work=$(mktemp -d)
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir" "$work"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" || exit 1

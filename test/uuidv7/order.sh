@@ -18,7 +18,7 @@ N=${UUIDV7_N:-100000}
 CONTROL=${UUIDV7_CONTROL:-gen_random_uuid()}
 
 dir=$(pg_tmpdir)
-port=${UUIDV7_PORT:-55470}
+port=${UUIDV7_PORT:-15470}
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "max_connections = 40" || exit 1
 cluster_start "$dir" "$port" || exit 1
