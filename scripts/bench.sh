@@ -228,7 +228,7 @@ echo
 # --- 5b. node ids from etcd -------------------------------------------------
 # A second server whose node id comes from a real etcd (private ports, a
 # temporary data directory), with the default lease TTL (10 s).
-edir=$(pg_tmpdir); eport=15461; etcd_cport=23861; etcd_pport=23961
+edir=$(pg_tmpdir); eport=15461; etcd_cport=26861; etcd_pport=26961
 trap 'cluster_stop "$dir" immediate; cluster_stop "$edir" immediate; [ -n "${etcd_pid:-}" ] && kill -9 "$etcd_pid" 2>/dev/null; rm -rf "$dir" "$edir"' EXIT
 etcd --name bench --data-dir "$edir/etcd" --log-level error \
     --listen-client-urls "http://127.0.0.1:$etcd_cport" --advertise-client-urls "http://127.0.0.1:$etcd_cport" \

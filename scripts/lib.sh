@@ -194,6 +194,10 @@ private_port() {
         return 1
     fi
 }
+# test_port PORT: PORT moved by SHARDID_PORT_SHIFT (0 unless set). The test
+# command runs the Debian roots' suites beside the native ones, on the same
+# network: the roots' servers take the same suites' ports shifted by 4000.
+test_port() { echo $(($1 + ${SHARDID_PORT_SHIFT:-0})); }
 # server_why LOG: a server log's last errors on one line (why it did not
 # start), for a FAIL line: the test command's log keeps only those.
 server_why() { grep -E 'FATAL|PANIC|ERROR|could not' "$1" 2>/dev/null | tail -3 | tr '\n' ' '; }

@@ -3,11 +3,13 @@
 # other versions, inside their Debian roots). Source it after scripts/lib.sh.
 # Every counted suite is named with its PostgreSQL version.
 
-# suite_files KIND: the files test/suites.list gives that kind, in its order.
+# suite_files KIND [LANE]: the files test/suites.list gives that kind (and
+# that lane, a script's third column), in its order.
 suite_files() {
-    local kind glob f
-    while read -r kind glob _; do
+    local kind glob lane f
+    while read -r kind glob lane _; do
         [ "$kind" = "$1" ] || continue
+        [ -z "${2:-}" ] || [ "$lane" = "$2" ] || continue
         for f in $glob; do [ -e "$f" ] && echo "$f"; done
     done < <(grep -vE '^\s*(#|$)' test/suites.list)
 }
@@ -33,6 +35,14 @@ record() {
     printf '%-40s %4d passed, %d failed\n' "$1" "$2" "$3"
     # For a caller that collects results from several runs (the roots).
     [ -n "${SHARDID_RESULTS:-}" ] && printf '%s\t%d\t%d\t%d\n' "$1" "$2" "$3" "$took" >>"$SHARDID_RESULTS"
+    return 0
+}
+
+# skip_suite WHY: a suite that cannot run here, listed before the final count
+# (and for a caller that collects results, in its file).
+skip_suite() {
+    skipped+=("$1")
+    [ -n "${SHARDID_RESULTS:-}" ] && printf 'SKIP\t%s\n' "$1" >>"$SHARDID_RESULTS"
     return 0
 }
 
@@ -63,9 +73,7 @@ record_script() {
     # A suite that says it cannot run here (one SKIP line, nothing else
     # counted, status 0) is listed, not counted.
     if [ "$rc" -eq 0 ] && ! grep -qE '^(PASS|FAIL)' <<<"$out" && grep -q '^SKIP ' <<<"$out"; then
-        skipped+=("$name: $(grep -m1 '^SKIP ' <<<"$out" | cut -c6-)")
-        # A caller that collects results from a root lists it too.
-        [ -n "${SHARDID_RESULTS:-}" ] && printf 'SKIP\t%s\n' "${skipped[-1]}" >>"$SHARDID_RESULTS"
+        skip_suite "$name: $(grep -m1 '^SKIP ' <<<"$out" | cut -c6-)"
         log "skipped $name"
         return 0
     fi
@@ -181,7 +189,7 @@ run_integration() {
         broken "integration ($PGV)" "integration tests did not build"
         return
     fi
-    local port=15400 mode dir out rc scenario
+    local port=$(test_port 15400) mode dir out rc scenario
     for mode in preloaded "not preloaded"; do
         dir=$(pg_tmpdir)
         local conf=("shardid.node_id = 7" "shardid.launch_id = 65" "max_connections = 40")

@@ -58,7 +58,7 @@ set -u
 citus_available
 case $? in 0) ;; 2) exit 0 ;; *) exit 1 ;; esac
 
-base=${CITUS_PORT_BASE:-18700}
+base=${CITUS_PORT_BASE:-$(test_port 18700)}
 cwork=$(pg_tmpdir)
 trap 'cnodes_stop; rm -rf "$cwork"' EXIT
 q() { cq "$@"; }
@@ -75,11 +75,13 @@ every_generator() {
     rm -rf "$cwork/gen"
     for ((i = 0; i < ${#GENERATORS[@]}; i += 2)); do
         mkdir -p "$cwork/gen/${GENERATORS[i]}"
-        # Every session starts at one instant (the negative control needs
-        # them to meet: on a busy machine, sessions started one after
-        # another may each finish before the next begins).
+        # Every session starts at one instant, 200 ms into a second (the
+        # negative control needs them to meet: on a busy machine, sessions
+        # started one after another may each finish before the next
+        # begins; started near a second's end, TraceIds of one second on
+        # some nodes and of the next on others need not meet).
         local start
-        start=$(date +%s.%N | awk '{ printf "%.3f", $1 + 2 }')
+        start=$(date +%s | awk '{ printf "%.3f", $1 + 2.2 }')
         for n in "$@"; do
             for k in 1 2; do
                 q "$n" -c "COPY (WITH s AS MATERIALIZED (SELECT pg_sleep(greatest(0, $start - extract(epoch FROM clock_timestamp()))))
@@ -627,7 +629,8 @@ for scheme in trace snowflake; do
     read -r shared total <<<"$(dups "$scheme")"
     echo "# negative control: $scheme: $shared of $total values shared"
     [ "$shared" -gt 0 ] 2>/dev/null && pass "negative control: every node on one id, $scheme values repeat ($shared of $total)" ||
-        fail "negative control: every node on one id, yet no $scheme value repeats ($shared of $total)"
+        fail "negative control: every node on one id, yet no $scheme value repeats ($shared of $total; each node's lowest and highest: $(
+            for n in c w1 w2; do echo "$n $(cat "$cwork/gen/$scheme/$n".* | sort -n | sed -n '1p;$p' | tr '\n' ' ')"; done))"
 done
 
 # --- 6: a live backend sees its node join a cluster -----------------------------------

@@ -59,7 +59,7 @@ etcd_mode=${SHARDID_CLUSTER_ETCD:-0}
 common=("shared_preload_libraries = 'shardid'" "max_connections = 60")
 nodes_conf=()
 if [ "$etcd_mode" = 1 ]; then
-    pport=15620 aport=15621 bport=15622 etcd_cport=23871 etcd_pport=23971
+    pport=15620 aport=15621 bport=15622 etcd_cport=26871 etcd_pport=26971
     etcd --name cluster --data-dir "$base/etcd" --log-level error \
         --listen-client-urls "http://127.0.0.1:$etcd_cport" --advertise-client-urls "http://127.0.0.1:$etcd_cport" \
         --listen-peer-urls "http://127.0.0.1:$etcd_pport" --initial-advertise-peer-urls "http://127.0.0.1:$etcd_pport" \

@@ -156,7 +156,7 @@ def suite_lines(root):
         for line in f:
             line = line.split("#", 1)[0].split()
             if line:
-                lines.append((line[0], line[1]))
+                lines.append((line[0], line[1], line[2] if len(line) > 2 else ""))
     return lines
 
 
@@ -164,9 +164,12 @@ def check_suites(root):
     fails = []
     lines = suite_lines(root)
     kinds = {"script", "scenario", "tap", "unit", "fuzz", "integration", "regress", "helper"}
-    for kind, pattern in lines:
+    for kind, pattern, lane in lines:
         if kind not in kinds:
             fails.append(f"test/suites.list: unknown kind \"{kind}\" for {pattern}")
+        # scripts/test.sh runs a script suite in its lane; one in none never runs.
+        if kind == "script" and lane not in ("native", "etcd"):
+            fails.append(f"test/suites.list: {pattern} names no lane (native or etcd) and would never run")
         if not glob.glob(os.path.join(root, pattern)):
             fails.append(f"test/suites.list: {pattern} matches no file")
     for dirpath, _, files in os.walk(os.path.join(root, "test")):
@@ -174,11 +177,11 @@ def check_suites(root):
             rel = os.path.relpath(os.path.join(dirpath, f), root)
             if f.endswith((".pyc", ".o")) or "__pycache__" in rel:
                 continue
-            if not any(fnmatch.fnmatch(rel, p) for _, p in lines):
+            if not any(fnmatch.fnmatch(rel, p) for _, p, _ in lines):
                 fails.append(f"{rel} is in no line of test/suites.list: it would never run")
     with open(os.path.join(root, "docs", "testing.md"), encoding="utf-8") as f:
         testing = f.read()
-    for kind, pattern in lines:
+    for kind, pattern, _ in lines:
         if kind == "helper":
             continue
         folder = os.path.dirname(pattern)

@@ -138,7 +138,7 @@ package_suite() {
     fi
 
     # CREATE EXTENSION, generate, decode, on a server of the root's.
-    local dir port=15480 got
+    local dir port=$(test_port 15480) got
     dir=$(pg_tmpdir)
     if cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 5" "shardid.launch_id = 9" &&
        cluster_start "$dir" "$port"; then
@@ -192,7 +192,7 @@ SQL
 # over shardid's functions (pg_partman 5.2 takes an encoder only for text
 # and uuid keys).
 partman_suite() {
-    local name="pg_partman ($PGV)" dir port=15490 out=""
+    local name="pg_partman ($PGV)" dir port=$(test_port 15490) out=""
     if [ ! -f "$("$PG_CONFIG" --sharedir)/extension/pg_partman.control" ]; then
         broken "$name" "pg_partman is not installed in this root"; return
     fi
