@@ -15,16 +15,16 @@ set -u
 . scripts/lib.sh
 . test/coord/lib.sh
 
-coord_setup 16560
-etcd_main 24161 24162
+coord_setup 17560
+etcd_main 26161 26162
 PREFIX=/lead
 
 # settings mode: node "s" with shardid.node_id = 7.
-d=$(pg_tmpdir); coord_dirs+=("$d"); dir_of[s]=$d; port_of[s]=16561
+d=$(pg_tmpdir); coord_dirs+=("$d"); dir_of[s]=$d; port_of[s]=17561
 cluster_init "$d" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" || exit 1
 node_start s || exit 1
 q s -c "CREATE EXTENSION shardid"
-node_up e 16562 "" || { fail "the etcd node did not start"; exit 1; }
+node_up e 17562 "" || { fail "the etcd node did not start"; exit 1; }
 wait_state e held 30 || fail "the etcd node holds no id"
 
 restart() {  # NAME MODE
