@@ -121,11 +121,14 @@ for _ in $(seq 300); do
 done
 sleep 1.9
 kill -STOP "${etcd_pid_of[main]}"; sleep 3; kill -CONT "${etcd_pid_of[main]}"
+# The scrape after is the first that finds the state held again with the
+# late renewal counted (within 10 s): on a busy machine a later renewal may
+# be late again, and a second query could find that.
 for _ in $(seq 100); do
-    [ "$(q u1 -c "SELECT state = 'held' AND renewals_late > ${before##*|} FROM shardid_coordination()")" = t ] && break
+    after=$(counters)
+    [ "${after%%|*}" = held ] && [ "${after##*|}" -gt "${before##*|}" ] 2>/dev/null && break
     sleep 0.1
 done
-after=$(counters)
 echo "# a 3 s etcd pause: scrape before: $before; scrape after: $after (state|expiring_episodes|expiring_seconds|renewals_late)"
 check "a 3 s pause: a later scrape still finds the state held" "held" "${after%%|*}"
 IFS='|' read -r _ ep0 es0 rl0 <<<"$before"
