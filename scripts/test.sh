@@ -45,9 +45,11 @@ ensure_deps || { broken setup "could not install dependencies"; finish; }
 # commits, and so a node's claims and renewals, as slow as the disk's
 # queue (8,192 claims in 15 s instead of 2 beside the Citus suite). A
 # killed process keeps what it wrote there, which is all the suites kill.
+# Sticky and open to all, like /tmp: the servers' user makes its own
+# files there too (pg_regress its socket directory).
 if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ] &&
     [ "$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 { print $4 }')" -gt $((8 * 1024 * 1024)) ] 2>/dev/null; then
-    TMPDIR=$(mktemp -d /dev/shm/shardid-test.XXXXXX) && chmod 755 "$TMPDIR" && export TMPDIR
+    TMPDIR=$(mktemp -d /dev/shm/shardid-test.XXXXXX) && chmod 1777 "$TMPDIR" && export TMPDIR
 fi
 lanes=$(mktemp -d)
 chmod 755 "$lanes"
