@@ -34,10 +34,10 @@ ensure_deps || { broken setup "could not install dependencies"; finish; }
 #   native pg_regress, TAP, the integration tests, the benchmark's smoke
 #          run and every other script suite (lane "native"), niced a
 #          little so that under load the etcd lane's bounds come first;
-#   roots  niced, and last for the disk: the unit tests and the fuzzer,
-#          then the Debian roots of 15 and 19 (built meanwhile, or cached
-#          in /var/cache/shardid-test) and their suites;
-#   roots2 the same for 17 and 18 (Citus' suite in both).
+#   roots  niced: the unit tests and the fuzzer, then Debian roots from a
+#          queue (built meanwhile, or cached in /var/cache/shardid-test)
+#          and their suites;
+#   roots2 the same, from the queue from the start.
 # A lane's lines come as they happen, prefixed with its name; the counted
 # line of every suite comes at the end, lane by lane.
 # The suites' servers and etcds keep their data in memory where there is
@@ -82,6 +82,8 @@ run_scripts() {  # LANE
 }
 
 # --- roots: unit tests, fuzzing, PostgreSQL 17, 18 and 19, the packages -------
+. scripts/roots.sh
+. scripts/citus.sh
 # PostgreSQL 17, 18 and 19, and the Debian package of each version. Each runs
 # in a Debian root of the release that ships it (scripts/roots.sh, cached in
 # /var/cache/shardid-test, built when missing): the package is built there
@@ -125,43 +127,60 @@ root_prepare() {
     return 0
 }
 
-# root_versions SHIFT V...: each version's suites in its root, prepared
-# first unless done. The package suite's pg_buildext installcheck serves on
-# a port postgresql-common picks as free when it starts a server: one
-# root's at a time (a lock between the two lanes).
-root_versions() {
-    local shift=$1 v started suites
-    shift
-    for v in "$@"; do
-        started=$SECONDS
-        if ! root_prepare "$v" 2>>"$lanes/roots-$v.log"; then
-            cat "$lanes/roots-$v.log" >&2
-            broken "PG $v (Debian root)" "could not build the root or copy the source"
-            continue
-        fi
-        log "PostgreSQL $v root ready in $((SECONDS - started))s"
-        ( flock 9; root_suites "$v" "$shift" package ) 9>"$lanes/package.lock"
-        [ "$v" = "$PG_MAJOR" ] && continue
-        suites="integration tap"
-        [ "$v" = 17 ] && suites+=" partman"
-        # Citus' suite where a Citus release supports the version (17 and
-        # 18: Citus 14), listed as skipped where none does (19).
-        if citus_supports "$v"; then
-            suites+=" citus"
-        else
-            skip_suite "citus (PG $v): $(citus_unsupported_why "$v")"
-        fi
-        root_suites "$v" "$shift" "$suites"
-    done
+# root_version SHIFT V: V's suites in its root, prepared first unless done.
+# The package suite's pg_buildext installcheck serves on a port
+# postgresql-common picks as free when it starts a server: one root's at a
+# time (a lock between the two lanes).
+root_version() {
+    local shift=$1 v=$2 started suites
+    started=$SECONDS
+    if ! root_prepared "$v"; then
+        cat "$lanes/roots-$v.log" >&2
+        broken "PG $v (Debian root)" "could not build the root or copy the source"
+        return
+    fi
+    log "PostgreSQL $v root ready in $((SECONDS - started))s"
+    ( flock 9; root_suites "$v" "$shift" package ) 9>"$lanes/package.lock"
+    [ "$v" = "$PG_MAJOR" ] && return
+    suites="integration tap"
+    [ "$v" = 17 ] && suites+=" partman"
+    # Citus' suite where a Citus release supports the version (17 and 18:
+    # Citus 14), listed as skipped where none does (19).
+    if citus_supports "$v"; then
+        suites+=" citus"
+    else
+        skip_suite "citus (PG $v): $(citus_unsupported_why "$v")"
+    fi
+    root_suites "$v" "$shift" "$suites"
+}
+# root_prepared V: root_prepare once per run (a lock per version: the
+# builder below and a lane may ask at once), its lines in a log.
+root_prepared() {
+    ( flock 9
+      [ -e "$lanes/prepared-$1" ] && exit 0
+      root_prepare "$1" >>"$lanes/roots-$1.log" 2>&1 && touch "$lanes/prepared-$1" ) 9>"$lanes/prepare-$1.lock"
+}
+# The versions wait in a queue, the longest first (17 and 18 run Citus'
+# suite): each roots lane takes the next when it is free.
+printf '%s\n' $(for v in $versions; do citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && echo "$v"; done) \
+    $(for v in $versions; do citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] || echo "$v"; done) >"$lanes/versions"
+next_version() {
+    ( flock 9
+      head -1 "$lanes/versions"
+      sed -i 1d "$lanes/versions" ) 9>"$lanes/versions.lock"
+}
+root_worker() {  # SHIFT
+    local v
+    while v=$(next_version) && [ -n "$v" ]; do root_version "$1" "$v"; done
 }
 
 # The first roots lane: the core's unit tests (GoogleTest, plain and under
 # ASan + UBSan, built side by side) and libFuzzer over its decoders,
-# composers and engine while its roots are prepared, then their suites.
+# composers and engine while every root is prepared, then versions from
+# the queue.
 roots_lane() {
-    local v mine=() builder
-    for v in $versions; do case $v in 15 | 19) mine+=("$v") ;; esac; done
-    ( for v in "${mine[@]}"; do root_prepare "$v" >>"$lanes/roots-$v.log" 2>&1; done ) &
+    local v builder
+    ( for v in $(cat "$lanes/versions"); do root_prepared "$v"; done ) &
     builder=$!
     mkdir -p build
     if make -s -j2 unit >/dev/null 2>build/unit.log; then
@@ -185,17 +204,11 @@ roots_lane() {
         cat build/fuzz.log >&2
         broken fuzz "the fuzz target did not build"
     fi
+    root_worker 4000
     wait "$builder"
-    root_versions 4000 "${mine[@]}"
 }
-# The second: the other versions (17 and 18, Citus' among them).
-roots2_lane() {
-    local v others=()
-    for v in $versions; do case $v in 15 | 19) ;; *) others+=("$v") ;; esac; done
-    root_versions 5000 "${others[@]}"
-}
-. scripts/roots.sh
-. scripts/citus.sh
+# The second: versions from the queue from the start.
+roots2_lane() { root_worker 5000; }
 lane roots 19 roots_lane
 lane roots2 19 roots2_lane
 # Citus for test/citus/citus.sh (scripts/citus.sh): built once per machine,
