@@ -3,8 +3,8 @@
 # standby whose clock is 15 s behind; four clients take IDs in autocommit,
 # two as an ID service (SELECT next_snowflake_id(): nothing is inserted, the
 # client keeps the ID) and two with INSERT ... RETURNING; the walsender
-# stalls (SIGSTOP) for 3 s; the primary dies (kill -9 of the postmaster and
-# the walsender); the standby is promoted and issues 1,000 IDs. None may be
+# stalls (SIGSTOP) for 3 s; the primary dies as a machine does (kill -9 of
+# the postmaster and of every process of the server at once); the standby is promoted and issues 1,000 IDs. None may be
 # at or below the highest ID any client received: an ID is handed out only
 # once the WAL record of the mark that covers it is confirmed by the
 # synchronous standbys. Negative control: the same with the clients at
@@ -19,6 +19,24 @@ use Time::HiRes qw(usleep);
 
 my $faketime = '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1';
 -e $faketime or BAIL_OUT("libfaketime is missing (Debian package faketime)");
+
+# The processes whose parent is PID (from /proc: pid (comm) state ppid ...;
+# comm may hold spaces and parentheses, so the last ")" ends it).
+sub children_of
+{
+	my ($ppid) = @_;
+	my @kids;
+	opendir(my $dh, '/proc') or return ();
+	for my $pid (grep { /^\d+$/ } readdir $dh)
+	{
+		open(my $fh, '<', "/proc/$pid/stat") or next;
+		my $stat = <$fh>;
+		close $fh;
+		push @kids, $pid if defined $stat && $stat =~ /.*\)\s+\S+\s+(\d+)/ && $1 == $ppid;
+	}
+	closedir $dh;
+	return @kids;
+}
 
 # Runs the scenario; returns (IDs the clients received, highest of them,
 # received during the stall, new IDs at or below the highest, error).
@@ -72,7 +90,12 @@ CREATE TABLE t (id bigint PRIMARY KEY DEFAULT next_snowflake_id(), v int);
 	# does not wait for the standby).
 	my $stalled_at = $p->safe_psql('postgres', 'SELECT snowflake_min_id(clock_timestamp())');
 	usleep(3_000_000);
-	kill 'KILL', $p->{_pid}, $walsender;
+	# Every process of the primary at once, the walsender among them: its
+	# backends outlive a postmaster killed alone, and one that waits for an
+	# LWLock the stopped walsender held waits forever (a fresh-machine run:
+	# four backends of the killed primary in futex waits, the test's
+	# clients waiting on them for 12 minutes).
+	kill 'KILL', $p->{_pid}, children_of($p->{_pid});
 	$p->{_pid} = undef;
 	$_->finish for @clients;
 	my @got;
