@@ -9,10 +9,11 @@
 #   - the one-version-truth check (control file, META.json, debian/, SQL),
 #   - Citus: a coordinator and two workers (test/citus/citus.sh), with Citus
 #     built once per machine from ../shared/vendor (scripts/citus.sh),
-# all on PostgreSQL 15 natively; then, in cached Debian roots (scripts/
+# all on PostgreSQL 15 natively; meanwhile, in cached Debian roots (scripts/
 # roots.sh), the Debian package of PostgreSQL 15, 17, 18 and 19 and, on 17,
 # 18 and 19, pg_regress, the integration tests and the TAP scenarios against it;
-# on 17 the Citus suite too, with Citus built in that root.
+# on 17 and 18 the Citus suite too, with Citus built in those roots. The
+# suites run in four lanes at once (below).
 # Works as root (servers run as the postgres OS user) or as a user with sudo.
 # Ends with one line "N passed, N failed"; exits non-zero on any failure.
 set -u
