@@ -50,7 +50,7 @@ citus_source() {
 
 citus_recipe() {
     local src=$1
-    echo "recipe 1; citus $CITUS_VERSION; postgresql $("$PG_CONFIG" --version)"
+    echo "recipe 2 (-g0); citus $CITUS_VERSION; postgresql $("$PG_CONFIG" --version)"
     (cd "$src" && sha256sum "citus-$CITUS_VERSION.tar.gz" citus-"$CITUS_VERSION"-*.patch 2>/dev/null)
 }
 
@@ -102,7 +102,10 @@ citus_ensure_locked() {
         for p in "${patches[@]}"; do patch -s -p1 <"$p"; done
         ./configure "${citus_configure[@]}" PG_CONFIG="$PG_CONFIG" >"$build/configure.log" 2>&1
         # A background build: it gives way to the suites that run meanwhile.
-        nice -n 19 make -s -j2 with_llvm=no >"$build/make.log" 2>&1
+        # No debug information (COPT=-g0, after PGXS' -g): nobody debugs
+        # these builds, and it cost a sixth of each build's time (three on
+        # a fresh machine: 15 natively, 17 and 18 in their roots).
+        nice -n 19 make -s -j2 with_llvm=no COPT=-g0 >"$build/make.log" 2>&1
         as_root rm -rf "$new"
         as_root make -s install with_llvm=no DESTDIR="$new" >"$build/install.log" 2>&1
     ) || {
