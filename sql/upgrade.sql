@@ -34,7 +34,8 @@ FROM kept;
 -- pg_dump: outside the extension (so pg_dump dumps it), dropped with it.
 SELECT p.proname, d.deptype FROM pg_proc p
 JOIN pg_depend d ON d.objid = p.oid AND d.refclassid = 'pg_extension'::regclass
-WHERE p.proname LIKE 'shardid\_layout$%';
+WHERE p.proname LIKE 'shardid\_layout$%'
+ORDER BY p.proname;
 -- The upgraded extension has the same objects as a fresh install, which runs
 -- the full script shardid--1.3.sql alone: two different paths. Compared
 -- object by object: functions (arguments, result, volatility, strictness,

@@ -41,10 +41,11 @@ ms_now() { date +%s%3N; }
 INSTAGRAM=e1314220021721u1t40s13q10
 SNOWFLAKE=e1577836800000u1t41s10q12
 
-# issue_for NODE SECONDS SQL TABLE: batches of SQL's IDs into TABLE for SECONDS.
+# issue_for NODE SECONDS SQL TABLE: batches of SQL's IDs into TABLE for
+# SECONDS, or until the file $work/stop-NODE exists.
 issue_for() {
     local end=$((SECONDS + $2))
-    while [ $SECONDS -lt "$end" ]; do
+    while [ $SECONDS -lt "$end" ] && [ ! -e "$work/stop-$1" ]; do
         q "$1" -c "INSERT INTO $4 SELECT $3 FROM generate_series(1, 500)" >/dev/null 2>&1
     done
 }
@@ -143,13 +144,27 @@ loss_case() {  # SECTION NAME HOW...
         issue_for "$1" "$2" "next_snowflake_id(6)" snow & local p2=$!
         wait $p1 $p2
     }
+    # c issues from before d asks until a second after the loss. d asks
+    # only once c has issued with both values: c gives back what it has
+    # not used for a second, and on a busy machine its first ID above can
+    # be older than that when the loads begin, leaving the values to
+    # whichever node asks first (a fresh-machine run: d took them, c
+    # issued nothing, and d's first ID came before the loss).
+    rm -f "$work/stop-c"
+    load_pair c 60 & c_load=$!
+    local waited=0
+    until [ "$(q c -c "SELECT (SELECT count(*) FROM tens) > 0 AND (SELECT count(*) FROM snow) > 0")" = t ]; do
+        waited=$((waited + 1))
+        [ $waited -gt 150 ] && stop_suite "node c issued nothing in 15 s"
+        sleep 0.1
+    done
     # d asks for 30 s: after the loss, the history settles (a TTL and its
     # margin), then the 10-second layout continues in the tick after that,
     # up to 10 s more (a CI run with d asking 20 s saw no ID of it).
-    load_pair c 4 & c_load=$!
     load_pair d 30 & d_load=$!
     sleep 3
     lost=$(ms_now)
+    ( sleep 1; touch "$work/stop-c" ) &
     "$@"
     wait $c_load $d_load
     for tbl in tens snow; do copy_to d c $tbl "d_$tbl"; done
