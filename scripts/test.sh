@@ -202,6 +202,7 @@ roots_lane() {
 # The second: libFuzzer over the core's decoders, composers and engine
 # while the first root is prepared, then versions from the queue.
 roots2_lane() {
+    mkdir -p build
     if make -s build/core_fuzz >/dev/null 2>build/fuzz.log; then
         local out runs
         out=$(make -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}" 2>&1)

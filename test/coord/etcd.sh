@@ -337,16 +337,27 @@ wait_state s3 held 10 && pass "control: the right password claims an id" || stop
 
 # The etcd transport missing (an install that copied shardid.so alone):
 # misconfigured, naming the file, never a crash; put back, it is loaded at
-# the next check (every 10 s) and the node claims.
-transport="$("$PG_CONFIG" --pkglibdir)/shardid_etcd.so"
-as_root mv "$transport" "$transport.away"
-node_up s4 $((base + 84)) ""
+# the next check (every 10 s) and the node claims. In a private copy of
+# this PostgreSQL (relocatable: it finds its libraries and share files
+# relative to its binaries), never the installed one, which the suites of
+# the other lanes load, and install, meanwhile (the test command once
+# installed the library again while it was away here).
+pg_copy=$work/pg-copy
+libdir=$("$PG_CONFIG" --pkglibdir); sharedir=$("$PG_CONFIG" --sharedir); bindir=$("$PG_CONFIG" --bindir)
+mkdir -p "$pg_copy$(dirname "$bindir")" "$pg_copy$(dirname "$sharedir")"
+cp -a "$(dirname "$bindir")/." "$pg_copy$(dirname "$bindir")/"
+cp -a "$sharedir" "$pg_copy$(dirname "$sharedir")/"
+[ "$libdir" = "$(dirname "$bindir")/lib" ] || { mkdir -p "$pg_copy$libdir"; cp -a "$libdir/." "$pg_copy$libdir/"; }
+transport="$pg_copy$libdir/shardid_etcd.so"
+rm -f "$transport"
+[ -f "$pg_copy$libdir/shardid.so" ] || stop_suite "the private copy of PostgreSQL has no shardid.so"
+PG_BIN=$pg_copy$bindir node_up s4 $((base + 84)) ""
 wait_state s4 misconfigured 10 && pass "the etcd transport missing: the state says \"misconfigured\"" ||
     fail "the etcd transport missing: state $(q s4 -c "SELECT state, last_error FROM shardid_coordination()")"
 contains "... and last_error names the library and what to do" \
     "$(q s4 -c "SELECT last_error FROM shardid_coordination()")" "shardid_etcd.so\" is not usable"
 check "... and a generator fails with 55000" "55000" "$(q_err s4 "SELECT next_trace_id()" | cut -d: -f1)"
-as_root mv "$transport.away" "$transport"
+cp -a "$libdir/shardid_etcd.so" "$transport"
 wait_state s4 held 15 && pass "put back, the transport is loaded at the next check and the node claims" ||
     fail "the transport put back: state $(q s4 -c "SELECT state, last_error FROM shardid_coordination()")"
 
