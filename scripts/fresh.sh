@@ -14,7 +14,7 @@
 #   bash scripts/fresh.sh --keep     leave the root (its path is printed)
 #
 # Needs root (debootstrap, chroot, mount namespaces) and the Debian registry.
-# Takes about as long as the test command on a fresh machine (37 minutes on
+# Takes about as long as the test command on a fresh machine (30 minutes on
 # 2 cores). Run it before resolving any issue that adds a dependency, a
 # suite or a background build (docs/testing.md).
 set -u
