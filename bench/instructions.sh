@@ -28,18 +28,12 @@ git archive "$base" | tar -x -C "$work/old"
 log "building $version ($(git rev-parse --short "$base")) and the working tree ($(git rev-parse --short HEAD)$(git diff --quiet HEAD || echo ', changed'))"
 make -s -j2 -C "$work/old" PG_CONFIG="$PG_CONFIG" >/dev/null
 make -s -j2 PG_CONFIG="$PG_CONFIG" >/dev/null
-libdir=$("$PG_CONFIG" --pkglibdir)
-sharedir=$("$PG_CONFIG" --sharedir)
 bindir=$("$PG_CONFIG" --bindir)
 for tree in old new; do
     src=$([ $tree = old ] && echo "$work/old" || pwd)
     root="$work/root-$tree"
-    # The server's own directories, copied where it finds them relative to
-    # its binary (PostgreSQL is relocatable), then this tree into them.
-    mkdir -p "$root$(dirname "$bindir")" "$root$(dirname "$sharedir")"
-    cp -a "$(dirname "$bindir")/." "$root$(dirname "$bindir")/"
-    cp -a "$sharedir" "$root$(dirname "$sharedir")/"
-    [ "$libdir" = "$(dirname "$bindir")/lib" ] || { mkdir -p "$root$libdir"; cp -a "$libdir/." "$root$libdir/"; }
+    # The server's own directories (a relocated copy), then this tree into them.
+    pg_private_copy "$root" >/dev/null || exit 1
     make -s -C "$src" install PG_CONFIG="$PG_CONFIG" DESTDIR="$root" >/dev/null
     chown -R postgres: "$root" 2>/dev/null || true
     as_pg "$root$bindir/initdb" -D "$work/data-$tree" -U postgres -A trust --no-sync >"$work/initdb-$tree.log" 2>&1 || {

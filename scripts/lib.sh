@@ -156,6 +156,22 @@ build_install() {
 
 # cluster_init DIR [CONFIG LINE...]: a new cluster in DIR/data; extra
 # postgresql.conf lines as arguments.
+# pg_private_copy DEST: a copy of this PostgreSQL's binaries, libraries and
+# share files under DEST, at their own paths (PostgreSQL is relocatable:
+# it finds them relative to its binaries); prints the copy's bindir. What
+# a suite changes there, no other server sees.
+pg_private_copy() {
+    local dest=$1 libdir sharedir bindir
+    libdir=$("$PG_CONFIG" --pkglibdir); sharedir=$("$PG_CONFIG" --sharedir); bindir=$("$PG_CONFIG" --bindir)
+    mkdir -p "$dest$(dirname "$bindir")" "$dest$(dirname "$sharedir")" || return 1
+    cp -a "$(dirname "$bindir")/." "$dest$(dirname "$bindir")/" &&
+        cp -a "$sharedir" "$dest$(dirname "$sharedir")/" || return 1
+    if [ "$libdir" != "$(dirname "$bindir")/lib" ]; then
+        mkdir -p "$dest$libdir" && cp -a "$libdir/." "$dest$libdir/" || return 1
+    fi
+    echo "$dest$bindir"
+}
+
 cluster_init() {
     local dir=$1; shift
     as_pg "$PG_BIN/initdb" -D "$dir/data" -U postgres -A trust --no-sync >"$dir/initdb.log" 2>&1 || {

@@ -342,16 +342,12 @@ wait_state s3 held 10 && pass "control: the right password claims an id" || stop
 # relative to its binaries), never the installed one, which the suites of
 # the other lanes load, and install, meanwhile (the test command once
 # installed the library again while it was away here).
-pg_copy=$work/pg-copy
-libdir=$("$PG_CONFIG" --pkglibdir); sharedir=$("$PG_CONFIG" --sharedir); bindir=$("$PG_CONFIG" --bindir)
-mkdir -p "$pg_copy$(dirname "$bindir")" "$pg_copy$(dirname "$sharedir")"
-cp -a "$(dirname "$bindir")/." "$pg_copy$(dirname "$bindir")/"
-cp -a "$sharedir" "$pg_copy$(dirname "$sharedir")/"
-[ "$libdir" = "$(dirname "$bindir")/lib" ] || { mkdir -p "$pg_copy$libdir"; cp -a "$libdir/." "$pg_copy$libdir/"; }
-transport="$pg_copy$libdir/shardid_etcd.so"
+libdir=$("$PG_CONFIG" --pkglibdir)
+copy_bin=$(pg_private_copy "$work/pg-copy") || stop_suite "could not copy PostgreSQL"
+transport="$work/pg-copy$libdir/shardid_etcd.so"
 rm -f "$transport"
-[ -f "$pg_copy$libdir/shardid.so" ] || stop_suite "the private copy of PostgreSQL has no shardid.so"
-PG_BIN=$pg_copy$bindir node_up s4 $((base + 84)) ""
+[ -f "$work/pg-copy$libdir/shardid.so" ] || stop_suite "the private copy of PostgreSQL has no shardid.so"
+PG_BIN=$copy_bin node_up s4 $((base + 84)) ""
 wait_state s4 misconfigured 10 && pass "the etcd transport missing: the state says \"misconfigured\"" ||
     fail "the etcd transport missing: state $(q s4 -c "SELECT state, last_error FROM shardid_coordination()")"
 contains "... and last_error names the library and what to do" \
