@@ -152,12 +152,7 @@ loss_case() {  # SECTION NAME HOW...
     # issued nothing, and d's first ID came before the loss).
     rm -f "$work/stop-c"
     load_pair c 60 & c_load=$!
-    local waited=0
-    until [ "$(q c -c "SELECT (SELECT count(*) FROM tens) > 0 AND (SELECT count(*) FROM snow) > 0")" = t ]; do
-        waited=$((waited + 1))
-        [ $waited -gt 150 ] && stop_suite "node c issued nothing in 15 s"
-        sleep 0.1
-    done
+    wait_rows c tens 1 15 && wait_rows c snow 1 15 || stop_suite "node c issued nothing in 15 s"
     # d asks for 30 s: after the loss, the history settles (a TTL and its
     # margin), then the 10-second layout continues in the tick after that,
     # up to 10 s more (a CI run with d asking 20 s saw no ID of it).
