@@ -4,6 +4,7 @@
 // answer, fed by hand.
 #include <gtest/gtest.h>
 
+#include "core/coord/continuity.hpp"
 #include "core/coord/coord.hpp"
 #include "core/coord/etcd_wire.hpp"
 #include "core/coord/recheck.hpp"
@@ -157,27 +158,6 @@ TEST(Recheck, AListingFindsWhatTheWatchWould)
     EXPECT_EQ(lost, (std::vector<int>{2, 3, 4}));
     EXPECT_EQ(k.size(), 1u);
     EXPECT_EQ(k.checked(), 40);
-}
-
-TEST(History, RoundTripsAndIsChecked)
-{
-    const coord::History h{0x0123456789abcdefull, 1795000000000};
-    coord::History back;
-    ASSERT_TRUE(coord::parse_history(coord::history_value(h), &back));
-    EXPECT_EQ(back.token, h.token);
-    EXPECT_EQ(back.settled_ms, h.settled_ms);
-    for (const char* bad : {"", "1795000000000", "0123456789abcdef", "0000000000000000 5", "0123456789ABCDEF 5",
-                            "0123456789abcdef -5", "0123456789abcdef 5 6", "0123456789abcde 5", "0123456789abcdef  5"})
-        EXPECT_FALSE(coord::parse_history(bad, &back)) << bad;
-    std::string why;
-    const int64_t now = 1795000000000;
-    EXPECT_TRUE(coord::history_plausible(now + coord::settle_ms(300000), now, 0, &why));
-    EXPECT_FALSE(coord::history_plausible(now + 3600000, now, 10000, &why));
-    EXPECT_NE(why.find("s after this node's clock"), std::string::npos) << why;
-    EXPECT_FALSE(coord::history_plausible(INT64_MAX, now, 10000, &why));
-    EXPECT_TRUE(coord::history_plausible(INT64_MAX, INT64_MAX, INT64_MAX, &why));  // saturates, never wraps
-    EXPECT_EQ(coord::settle_ms(10000), 12000);
-    EXPECT_EQ(coord::settle_ms(3000), 4000);
 }
 
 // The node marks a batch of claims reads at once are found by their key

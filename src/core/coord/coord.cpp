@@ -189,53 +189,6 @@ bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t
     return false;
 }
 
-std::string history_key(const std::string& prefix) { return prefix + "/history"; }
-std::string settling_key(const std::string& prefix) { return prefix + "/settling"; }
-
-std::string history_value(const History& h)
-{
-    char buf[96];
-    snprintf(buf, sizeof buf, "%016llx %lld", (unsigned long long)h.token, (long long)h.settled_ms);
-    return buf;
-}
-
-bool parse_history(const std::string& text, History* out)
-{
-    *out = History{};
-    const size_t sp = text.find(' ');
-    if (sp != 16 || text.find(' ', sp + 1) != std::string::npos)
-        return false;
-    uint64_t t = 0;
-    for (size_t i = 0; i < 16; i++) {
-        const char c = text[i];
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return false;
-        t = t << 4 | uint64_t(d);
-    }
-    int64_t settled = 0;
-    if (t == 0 || !parse_count(text.substr(sp + 1), &settled))
-        return false;
-    out->token = t;
-    out->settled_ms = settled;
-    return true;
-}
-
-bool history_plausible(int64_t settled_ms, int64_t now_ms, int64_t max_lead_ms, std::string* why)
-{
-    const int64_t reach =
-        sat_add(sat_add(now_ms, max_lead_ms > 0 ? max_lead_ms : 0), settle_ms(max_lease_ttl_s * 1000));
-    if (settled_ms <= reach)
-        return true;
-    char buf[224];
-    snprintf(buf, sizeof buf,
-             "it settles %lld s after this node's clock, beyond what a node could have written "
-             "(shardid.max_clock_lead and the longest lease's settling: %lld s)",
-             (long long)((settled_ms - now_ms) / 1000), (long long)((reach - now_ms) / 1000));
-    *why = buf;
-    return false;
-}
-
 int64_t takeover_wait_ms(bool has_mark, const Mark& previous, bool own, int64_t own_ttl_ms)
 {
     if (!has_mark || own || previous.released)

@@ -163,41 +163,6 @@ bool mark_plausible(int64_t end_ms, int64_t now_ms, int64_t max_lead_ms, int64_t
 // number) is waited out with the TTL of this node.
 int64_t takeover_wait_ms(bool has_mark, const Mark& previous, bool own, int64_t own_ttl_ms);
 
-// etcd's history under a prefix: <prefix>/history, "<16 hex token> <settled
-// ms>", made by the first node that finds it missing, with no lease (it
-// outlives every node). Every claim reads it and compares its revision, so
-// a claim never spans a loss of etcd's data. A missing key means the
-// prefix is new, or etcd lost its data (the prefix deleted, or etcd
-// replaced by an empty cluster) while nodes may still be issuing under
-// what it forgot: nodes that held ids and values then stop within a
-// renewal or at their fence, and re-publish what they know (their
-// counters' floors, and the word of each layout they issued in, in the
-// space's retired word). So a claim of what has no mark issues nothing
-// while the history settles (<prefix>/settling, under a lease of
-// settle_ms(): etcd's clock), and a layout whose ticks are longer than a
-// second continues above the tick in which it settled (settled ms, on the
-// clock of the node that made it): no ID of a node that issued under the
-// lost data comes after it (docs/coordination.md, "etcd loses its data").
-struct History {
-    uint64_t token = 0;
-    int64_t settled_ms = 0;
-};
-std::string history_key(const std::string& prefix);
-// <prefix>/settling: put with a new history, under a lease of settle_ms():
-// while etcd has it, the history settles (the wait runs on etcd's clock).
-std::string settling_key(const std::string& prefix);
-std::string history_value(const History& history);
-// False for anything history_value() never writes.
-bool parse_history(const std::string& text, History* out);
-// How long a new history waits: a lease TTL and its margin, the longest a
-// holder that could not see the loss issues after it (its fence lies at
-// most TTL - margin after its last renewal, which was at most a fifth of a
-// TTL after the loss, and it notices at that renewal at the latest).
-constexpr int64_t settle_ms(int64_t ttl_ms) { return sat_add(ttl_ms, fence_margin_ms(ttl_ms)); }
-// Whether `settled_ms` could have been written by a node whose clock leads
-// this one's by at most max_lead_ms: at most the longest settle ahead.
-bool history_plausible(int64_t settled_ms, int64_t now_ms, int64_t max_lead_ms, std::string* why);
-
 // A counter of <prefix>/counter/<name>, checked before a value is taken:
 // shardid writes a counter only by taking the next value (one more than
 // before) or by raising it to a node's floor, and records the highest floor

@@ -21,7 +21,12 @@
 //     every layout resumes above the tick that contains it, after a clean
 //     restart too, which finds its own token and raises nothing itself: a
 //     layout with long ticks may have had no slot, so no mark of its own,
-//     in the life that raised it (0: none).
+//     in the life that raised it (0: none);
+//   - etcd_ttl: with node ids from etcd, the longest lease TTL (ms) this
+//     node knows any node under its prefix to use (etcd's history records
+//     it, src/core/coord/continuity.hpp): a history this node makes after
+//     etcd lost its data settles for that long, even right after a restart
+//     (0: none known).
 //
 // The text format, version 3 (versions 1 and 2 are read too):
 //
@@ -32,6 +37,7 @@
 //   run <int64>
 //   etcd_release <int64>
 //   etcd_claim <int64>
+//   etcd_ttl <int64>
 //   layout <name> <epoch_ms> <unit_ms> <time_bits> <shard_bits> <sequence_bits> <sequence_first> <wraps> <word>
 //
 // Names are written with every byte outside '!'..'~', and '%', as %XX, so
@@ -71,6 +77,7 @@ struct NodeState {
     int64_t run_floor = -1;
     int64_t release_token = 0;
     int64_t claim_floor_ms = 0;
+    int64_t fleet_ttl_ms = 0;
     int n_marks = 0;
     LayoutMark marks[max_marks];
 
@@ -92,13 +99,15 @@ enum class NodeStateFieldKind {
     counter_floor,  // the highest value of a counter the node ever took: never taken again
     release_token,  // this data directory's own, never replayed from WAL (a standby's is its own)
     claim_floor,    // this data directory's own too: a standby claims its node id itself when promoted
+    fleet_ttl,      // this data directory's own too: what its coordinator learned of the fleet
 };
 
 // Fields that belong to the data directory, not to the node's history: the
 // WAL record carries 0 for them (a standby has its own), and redo ignores them.
 constexpr bool node_state_field_own(NodeStateFieldKind kind)
 {
-    return kind == NodeStateFieldKind::release_token || kind == NodeStateFieldKind::claim_floor;
+    return kind == NodeStateFieldKind::release_token || kind == NodeStateFieldKind::claim_floor ||
+           kind == NodeStateFieldKind::fleet_ttl;
 }
 struct NodeStateField {
     const char* keyword;
@@ -124,6 +133,8 @@ inline constexpr NodeStateField node_state_fields[] = {
     {"etcd_release", &NodeState::release_token, 3, false, NodeStateFieldKind::release_token, "etcd release token", ""},
     {"etcd_claim", &NodeState::claim_floor_ms, 3, false, NodeStateFieldKind::claim_floor, "etcd claim floor",
      " (Unix ms)"},
+    {"etcd_ttl", &NodeState::fleet_ttl_ms, 3, false, NodeStateFieldKind::fleet_ttl, "etcd fleet's longest lease TTL",
+     " ms"},
 };
 constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);
 

@@ -76,7 +76,7 @@ bool Holder::read_claims(int slot_index, const std::vector<int>* batch, SpaceRea
             reads.push_back({false, coord::shard_mark_key(prefix_, space, value), "", ""});
         }
     etcd::Txn r;
-    if (!client_.txn(etcd::encode_txn({}, reads, {}), &r, &why)) {
+    if (!txn({}, reads, {}, &r, &why)) {
         if (too_many_ops(why) && max_ops_ > 8) {
             max_ops_ /= 2;
             return false;
@@ -262,8 +262,9 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
         v.has_holder = get(ckey, &v.holder);
         v.has_mark = get(mkey, &v.mark);
         v.has_want = read.any_want && get(wkey, &v.want);
-        // Room for this value's compares and requests (at most 3 each).
-        if (compare.size() + 3 > max_ops_ || puts.size() + 3 > max_ops_)
+        // Room for this value's compares and requests (at most 3 each), and
+        // the witness's compare and put (Holder::txn()).
+        if (compare.size() + 4 > max_ops_ || puts.size() + 4 > max_ops_)
             break;
         Plan p;
         p.index = i;
@@ -291,7 +292,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
     if (plans.empty())
         return taken;
     etcd::Txn c;
-    if (!client_.txn(etcd::encode_txn(compare, puts, {}), &c, &why)) {
+    if (!txn(compare, puts, {}, &c, &why)) {
         if (too_many_ops(why) && max_ops_ > 8)
             max_ops_ /= 2;
         else

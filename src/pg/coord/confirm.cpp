@@ -35,27 +35,38 @@ void Holder::confirmed_until(int64_t fence_ms)
     ConditionVariableBroadcast(&coord_shared().changed);
 }
 
-// The check itself: this node's ping, then the watch from the last
-// revision checked up to it (or a listing, when etcd compacted that
-// history). False (why) when it could not be made: nothing is confirmed.
+// The check itself: this node's ping (the witness's write: a history that
+// lost this node's last write refuses it), then the watch from the last
+// revision checked up to it; a listing of the watched range instead when
+// etcd compacted that history, or when the watch cannot be read (a message
+// longer than any shardid key explains, a timeout). False (why) when it
+// could not be made: nothing is confirmed.
 bool Holder::recheck(std::string* why, bool* start_over)
 {
     *start_over = false;
     // The ping also confirms the node key held (its window is not always
-    // due for a renewal: a floor far ahead keeps it so for a while).
+    // due for a renewal: a floor far ahead keeps it so for a while), and
+    // reads the history: a history changed meanwhile is read again before
+    // the next claim, and one whose TTL is below what this node knows is
+    // raised (ensure_history()).
     etcd::Txn ping;
-    const std::string pkey = coord::ping_key(prefix_, lease_);
-    const std::vector<etcd::Op> put{{true, pkey, std::to_string(fence_clock_ms()), lease_}};
-    std::vector<etcd::Compare> node;
-    if (claimed_ >= 0)
-        node.push_back({etcd::Compare::Target::lease, coord::node_key(prefix_, claimed_), 0, lease_});
-    if (!client_.txn(etcd::encode_txn(node, put, put), &ping, why)) {
+    const std::string pkey = coord::ping_key(prefix_, lease_), hkey = coord::history_key(prefix_),
+                      nkey = claimed_ >= 0 ? coord::node_key(prefix_, claimed_) : std::string();
+    std::vector<etcd::Op> reads{{false, hkey, "", ""}};
+    if (!nkey.empty())
+        reads.push_back({false, nkey, "", ""});
+    if (!txn({}, reads, {}, &ping, why, true)) {
         *why = "could not write \"" + pkey + "\": " + *why;
         return false;
     }
     answered();
-    if (!ping.succeeded)
-        lose_claim("the key \"" + coord::node_key(prefix_, claimed_) + "\" is no longer held by lease " + lease_);
+    const etcd::KeyValue* node = nullptr;
+    const etcd::KeyValue* history = nullptr;
+    for (const etcd::KeyValue& kv : ping.kvs)
+        (kv.key == hkey ? history : node) = &kv;
+    saw_history(history);
+    if (!nkey.empty() && (node == nullptr || node->lease != lease_))
+        lose_claim("the key \"" + nkey + "\" is no longer held by lease " + lease_);
     if (!held_keys_.begin(ping.header.cluster_id, ping.header.revision, why)) {
         // Not the etcd this lease's keys were written to (replaced, or
         // restored from an older snapshot): nothing of it can be confirmed.
@@ -72,49 +83,42 @@ bool Holder::recheck(std::string* why, bool* start_over)
         default: return etcd::Client::WatchStep::failed;
         }
     };
+    const int64_t from = held_keys_.checked() + 1;
+    std::string watch_why;
+    bool checked = true;
     const bool watched = client_.watch(
-        etcd::encode_watch(coord::watched_key(prefix_), coord::watched_end(prefix_), held_keys_.checked() + 1), sink,
-        why);
-    if (!watched) {
-        *why = "could not watch \"" + coord::watched_key(prefix_) + "\" from revision " +
-               std::to_string(held_keys_.checked() + 1) + ": " + *why;
-        // What came before the failure is judged already: stop it too.
-    } else if (compacted) {
-        // etcd no longer has the changes since the last check: list every
-        // key of the range, in pages at one revision, and compare.
-        std::vector<etcd::KeyValue> mine;
-        std::string from = coord::watched_key(prefix_);
-        int64_t at = 0;
-        for (;;) {
-            etcd::RangePage page;
-            if (!client_.range_page(etcd::encode_range_page(from, coord::watched_end(prefix_), listing_page, at, true),
-                                    &page, why)) {
-                *why =
-                    "could not list \"" + coord::watched_key(prefix_) + "\" after etcd compacted its history: " + *why;
-                return false;
-            }
-            answered();
-            if (at == 0)
-                at = page.header.revision;
-            for (etcd::KeyValue& kv : page.kvs)
-                if (kv.lease == lease_)
-                    mine.push_back(std::move(kv));
-            if (!page.more || page.kvs.empty())
-                break;
-            from = page.kvs.back().key + std::string(1, '\0');
-        }
-        if (at < held_keys_.checked()) {
-            *why = "etcd listed \"" + coord::watched_key(prefix_) + "\" at revision " + std::to_string(at) +
-                   ", before revision " + std::to_string(held_keys_.checked()) + " checked already";
-            return false;
-        }
-        held_keys_.full(mine, lease_, at, &lost);
-        ereport(LOG, (errmsg("shardid coordinator: etcd compacted its history past revision %lld: the %zu shard "
-                             "keys held were checked by a listing of \"%s\" at revision %lld instead",
-                             (long long)(held_keys_.checked() + 1), held_keys_.size() + lost.size(),
-                             coord::watched_key(prefix_).c_str(), (long long)at)));
-    } else {
+        etcd::encode_watch(coord::watched_key(prefix_), coord::watched_end(prefix_), from), sink, &watch_why);
+    if (watched && !compacted) {
         answered();
+        watch_failed_ = false;
+    } else {
+        // etcd no longer has the changes since the last check, or the watch
+        // could not be read: list every key of the range, keys only, in
+        // pages at one revision, and compare. What the watch judged before
+        // it failed stands (values it found lost are stopped below).
+        const bool transport = !watched && client_.last_failure() == etcd::Failure::transport;
+        if (!list_held(&lost, why)) {
+            *why = (watched ? "could not list \"" + coord::watched_key(prefix_) + "\" after etcd compacted its history"
+                            : "could not watch \"" + coord::watched_key(prefix_) + "\" from revision " +
+                                  std::to_string(from) + " (" + watch_why + "), nor list it instead") +
+                   ": " + *why;
+            checked = false;
+        } else if (compacted)
+            ereport(LOG, (errmsg("shardid coordinator: etcd compacted its history past revision %lld: the %zu shard "
+                                 "keys held were checked by a listing of \"%s\" instead",
+                                 (long long)from, held_keys_.size() + lost.size(),
+                                 coord::watched_key(prefix_).c_str())));
+        else if (!watch_failed_)
+            // Once per episode: the cause, and what makes it go away.
+            ereport(LOG, (errmsg("shardid coordinator: the watch of \"%s\" from revision %lld could not be read: "
+                                 "%s; the %zu shard keys held were checked by a listing of keys instead",
+                                 coord::watched_key(prefix_).c_str(), (long long)from, watch_why.c_str(),
+                                 held_keys_.size() + lost.size()),
+                          errhint("%s", transport ? "etcd answered the listing but not the watch in time: a slow "
+                                                    "etcd, or a large volume of changes under the prefix."
+                                                  : "Every key shardid writes under the prefix is under 300 bytes: "
+                                                    "remove the keys under it that shardid does not write.")));
+        watch_failed_ = !watched && checked;
     }
     ShardClaims* t = shard_claims();
     for (int i : lost) {
@@ -129,7 +133,44 @@ bool Holder::recheck(std::string* why, bool* start_over)
                           " (deleted or rewritten by hand, or with the prefix): IDs with " +
                           describe(slot, claim_value(key)) + " stopped");
     }
-    return watched;
+    return checked;
+}
+
+// Every key of the watched range, keys only, in pages at one revision: the
+// keys this lease holds are compared with what this node wrote
+// (coord::HeldKeys::full()). False (why) when it cannot be made, or etcd
+// listed a revision before one checked already.
+bool Holder::list_held(std::vector<int>* lost, std::string* why)
+{
+    std::vector<etcd::KeyValue> mine;
+    std::string from = coord::watched_key(prefix_);
+    int64_t at = 0;
+    for (;;) {
+        etcd::RangePage page;
+        if (!client_.range_page(etcd::encode_range_page(from, coord::watched_end(prefix_), listing_page, at, true),
+                                &page, why))
+            return false;
+        if (!observe(page.header)) {
+            *why = "etcd's history went back";
+            return false;
+        }
+        answered();
+        if (at == 0)
+            at = page.header.revision;
+        for (etcd::KeyValue& kv : page.kvs)
+            if (kv.lease == lease_)
+                mine.push_back(std::move(kv));
+        if (!page.more || page.kvs.empty())
+            break;
+        from = page.kvs.back().key + std::string(1, '\0');
+    }
+    if (at < held_keys_.checked()) {
+        *why = "etcd listed \"" + coord::watched_key(prefix_) + "\" at revision " + std::to_string(at) +
+               ", before revision " + std::to_string(held_keys_.checked()) + " checked already";
+        return false;
+    }
+    held_keys_.full(mine, lease_, at, lost);
+    return true;
 }
 
 // With every renewal of the lease: the shard keys held are re-checked
@@ -162,12 +203,8 @@ void Holder::confirm_values()
             failed(what, why);
         else
             error(Condition::unconfirmed, what + ": " + why);
-        if (start_over) {
-            // Its keys are not in this etcd: the claim and the lease are
-            // given up, and the node claims anew (under etcd's history).
-            lose_claim(why);
-            lease_.clear();
-        }
+        if (start_over)
+            went_back(why);  // its keys are not in this etcd: a new history
         return;
     }
     ended(Condition::unconfirmed);
@@ -200,9 +237,7 @@ void Holder::forget_unused_keys()
     for (const std::string& k : unused) {
         etcd::Txn d;
         std::string why;
-        if (!client_.txn(
-                etcd::encode_txn({{etcd::Compare::Target::lease, k, 0, lease_}}, {{false, k, "", "", true}}, {}), &d,
-                &why)) {
+        if (!txn({{etcd::Compare::Target::lease, k, 0, lease_}}, {{false, k, "", "", true}}, {}, &d, &why)) {
             failed("could not delete \"" + k + "\", a claim this node no longer uses", why);
             return;
         }
@@ -292,10 +327,10 @@ void Holder::move_bounds(std::vector<int>& due)
     std::vector<etcd::Op> puts;
     // One transaction; `succeeded` false when one key of it is no longer
     // this lease's. False when etcd did not answer (reported).
-    const auto txn = [&](const std::vector<etcd::Compare>& cmp, const std::vector<etcd::Op>& ops, bool* succeeded) {
+    const auto commit = [&](const std::vector<etcd::Compare>& cmp, const std::vector<etcd::Op>& ops, bool* succeeded) {
         etcd::Txn r;
         std::string why;
-        if (!client_.txn(etcd::encode_txn(cmp, ops, {}), &r, &why)) {
+        if (!txn(cmp, ops, {}, &r, &why)) {
             failed("could not move the bounds of " + std::to_string(ops.size()) + " shard values", why);
             return false;
         }
@@ -318,7 +353,7 @@ void Holder::move_bounds(std::vector<int>& due)
         if (moves.empty())
             return true;
         bool ok = false;
-        if (!txn(compare, puts, &ok))
+        if (!commit(compare, puts, &ok))
             return false;
         if (ok || moves.size() == 1) {
             for (const Move& m : moves)
@@ -327,7 +362,7 @@ void Holder::move_bounds(std::vector<int>& due)
             // One of them is no longer this lease's: each alone, to find it.
             for (size_t k = 0; k < moves.size(); k++) {
                 bool one = false;
-                if (!txn({compare[k]}, {puts[k]}, &one))
+                if (!commit({compare[k]}, {puts[k]}, &one))
                     return false;
                 moved(moves[k], one);
             }

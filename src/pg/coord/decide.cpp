@@ -6,6 +6,7 @@
 #include <climits>
 #include <string>
 
+#include "core/coord/continuity.hpp"
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
 #include "pg/coord/holder.hpp"
@@ -71,8 +72,7 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
             // This node's own id, held by another node as an explicit
             // shard: ask for it back.
             etcd::Txn w;
-            if (!client_.txn(etcd::encode_txn({}, {{true, wkey, coord::holder_value(this_node()), lease_}}, {}), &w,
-                             &why)) {
+            if (!txn({}, {{true, wkey, coord::holder_value(this_node()), lease_}}, {}, &w, &why)) {
                 failed("could not ask for " + what + " back", why);
                 return false;
             }
@@ -111,16 +111,22 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     // token: one of this life's claims, which etcd confirmed.
     int64_t floor = 0, wait = 0;
     uint64_t target = 0;
-    if (!v.has_mark && settling_now_) {
-        // etcd forgot its mark, maybe: not claimed until the history settled,
-        // by when every node that issued with it under what etcd forgot has
-        // stopped and published its layout's word in the retired word (a
-        // claim decided earlier could read the word before that).
-        set_note(e, "etcd's history under the prefix settles (a new prefix, or etcd lost its data): claimed "
-                    "once every node that may still issue under what etcd forgot has stopped");
+    // A mark written before the history (a history made anew after etcd
+    // went back, or after the key was deleted by hand): etcd may hold it as
+    // it was before its holders' later IDs (a restored snapshot), so it
+    // bounds nothing alone, and is nobody's own.
+    const bool stale = v.has_mark && coord::before_history(v.mark.mod_revision, history_created_);
+    if ((!v.has_mark || stale) && settling_now_) {
+        // etcd forgot its mark, or rolled it back, maybe: not claimed until
+        // the history settled, by when every node that issued with it under
+        // what etcd forgot has stopped and published its layout's word in
+        // the retired word (a claim decided earlier could read the word
+        // before that).
+        set_note(e, "etcd's history under the prefix settles (a new prefix, or etcd lost its data or went back): "
+                    "claimed once every node that may still issue under what etcd forgot has stopped");
         return false;
     }
-    if (!v.has_mark) {
+    if (!v.has_mark || stale) {
         // Never held, or its mark was folded into the space's retired word
         // when its last holder gave it back for idleness, or etcd forgot it:
         // above the retired word, and a layout with long ticks above the
@@ -131,6 +137,14 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
         if (tick >= 0 && coord::keeps_bound(slot.shape))
             target = std::max(
                 target, layout.pack(std::min<uint64_t>(uint64_t(tick), layout.time_max()), layout.sequence_max()));
+        if (stale) {
+            // And above what the old mark says its holder issued, whoever
+            // that was (a restored mark names this node's own claims too).
+            const int64_t mark_tick = layout.tick_of(m.floor_ms);
+            target = std::max({target, m.word, m.bound,
+                               mark_tick > 0 ? layout.pack(uint64_t(mark_tick), layout.sequence_max()) : 0});
+            floor = m.floor_ms;
+        }
     } else if (confirmed(m.token)) {
         target = m.word;
         floor = m.floor_ms;

@@ -55,19 +55,24 @@ static bool read_counter(etcd::Client& client, const std::string& key, CounterKe
 // keys' revisions and, for a value taken, etcd's history (a counter etcd
 // forgot is taken from only once every node had the time to raise it:
 // coord::History).
-static std::string counter_txn(const std::string& key, const CounterKey& k, int64_t value, int64_t raised,
-                               const std::string& history_key = "", int64_t history_revision = 0)
+struct CounterTxn {
+    std::vector<etcd::Compare> compare;
+    std::vector<etcd::Op> put;
+};
+static CounterTxn counter_txn(const std::string& key, const CounterKey& k, int64_t value, int64_t raised,
+                              const std::string& history_key = "", int64_t history_revision = 0)
 {
     using T = etcd::Compare::Target;
     const std::string raised_key = coord::counter_raised_key(key);
-    std::vector<etcd::Compare> cmp = {{k.revision == 0 ? T::create : T::mod, key, k.revision, ""},
-                                      {k.raised_revision == 0 ? T::create : T::mod, raised_key, k.raised_revision, ""}};
+    CounterTxn t;
+    t.compare = {{k.revision == 0 ? T::create : T::mod, key, k.revision, ""},
+                 {k.raised_revision == 0 ? T::create : T::mod, raised_key, k.raised_revision, ""}};
     if (!history_key.empty())
-        cmp.push_back({T::mod, history_key, history_revision, ""});
-    std::vector<etcd::Op> put = {{true, key, std::to_string(value), ""}};
+        t.compare.push_back({T::mod, history_key, history_revision, ""});
+    t.put = {{true, key, std::to_string(value), ""}};
     if (raised > k.raised)
-        put.push_back({true, raised_key, std::to_string(raised), ""});
-    return etcd::encode_txn(cmp, put, {});
+        t.put.push_back({true, raised_key, std::to_string(raised), ""});
+    return t;
 }
 
 // The cluster's call-number key, for backends that asked (see
@@ -85,7 +90,7 @@ void Holder::serve_call_key()
     const int64_t set = c.call_key_set.exchange(0);
     if (set != 0) {
         etcd::Txn t;
-        if (!client_.txn(etcd::encode_txn({}, {{true, key, std::to_string(set > 0 ? set : 0), ""}}, {}), &t, &why)) {
+        if (!txn({}, {{true, key, std::to_string(set > 0 ? set : 0), ""}}, {}, &t, &why)) {
             int64_t none = 0;
             c.call_key_set.compare_exchange_strong(none, set);  // again next round
             failed("could not record the call-number key in \"" + key + "\"", why);
@@ -172,9 +177,9 @@ void Holder::serve_counters()
         ended(Condition::corrupt_key);
         if (next <= max) {
             etcd::Txn t;
-            if (!client_.txn(counter_txn(key, ck, next, std::max(ck.raised, floor), coord::history_key(prefix_),
-                                         history_revision_),
-                             &t, &why)) {
+            const CounterTxn c =
+                counter_txn(key, ck, next, std::max(ck.raised, floor), coord::history_key(prefix_), history_revision_);
+            if (!txn(c.compare, c.put, {}, &t, &why)) {
                 failed("could not take a value from \"" + key + "\"", why);
                 continue;
             }
@@ -222,7 +227,8 @@ bool Holder::raise_counters()
         if (ck.value >= floor)
             continue;
         etcd::Txn t;
-        if (!client_.txn(counter_txn(key, ck, floor, std::max(ck.raised, floor)), &t, &why)) {
+        const CounterTxn c = counter_txn(key, ck, floor, std::max(ck.raised, floor));
+        if (!txn(c.compare, c.put, {}, &t, &why)) {
             failed("could not raise \"" + key + "\"", why);
             all = false;
             continue;
@@ -247,13 +253,13 @@ bool Holder::raise_counters()
     // counters' epoch moves before the claim is published).
     if (counters_history_ != history_.token) {
         bool confirmed = false;
-        if (settling_revision_ != 0) {
+        if (settling_created_ != 0) {
+            // The settling this node re-published under is still the one
+            // etcd holds (an extension keeps its create revision).
             etcd::Txn t;
             std::string why;
-            if (!client_.txn(
-                    etcd::encode_txn(
-                        {{etcd::Compare::Target::mod, coord::settling_key(prefix_), settling_revision_, ""}}, {}, {}),
-                    &t, &why)) {
+            if (!txn({{etcd::Compare::Target::create, coord::settling_key(prefix_), settling_created_, ""}}, {}, {}, &t,
+                     &why)) {
                 failed("could not read \"" + coord::settling_key(prefix_) + "\"", why);
                 return false;
             }

@@ -1,11 +1,13 @@
-// etcd's history under the prefix (src/core/coord/coord.hpp, "History"):
-// read before any claim, made when missing; and what this node publishes
-// under a new one (the words of its layouts), so that what etcd forgot is
-// remembered by the nodes that issued the IDs.
+// etcd's history under the prefix (the rules: src/core/coord/continuity.hpp):
+// read before any claim, made when missing or when etcd went back on it,
+// raised to the longest lease TTL of the fleet; and what this node
+// publishes under a new one (the words of its layouts), so that what etcd
+// forgot is remembered by the nodes that issued the IDs.
 #include <algorithm>
 #include <map>
 #include <string>
 
+#include "core/coord/continuity.hpp"
 #include "core/coord/shard_claim.hpp"
 #include "core/text.hpp"
 #include "pg/coord/holder.hpp"
@@ -15,20 +17,24 @@
 namespace shardid::pg {
 
 // The history under the prefix, read before any claim (and after a claim
-// that compared it failed), and while it settles, every round: made when
-// missing, with <prefix>/settling under a lease of a lease TTL and its
-// margin (coord::settle_ms()), so that the wait runs on etcd's clock, not
-// on any node's (a node 60 s ahead made every other node wait 64 s when
-// the wait was its clock's). False (and nothing claimed) until it is known.
+// that compared it failed, or a ping that found it changed), and while it
+// settles, every round: made when missing (a new prefix, or etcd lost its
+// data), deleted and made anew when it is one etcd went back on (a
+// restored snapshot: src/pg/coord/witness.cpp), raised to the longest
+// lease TTL this node knows of; with <prefix>/settling under a lease of
+// that TTL and its margin (coord::settle_ms()), so that the wait runs on
+// etcd's clock, not on any node's (a node 60 s ahead made every other node
+// wait 64 s when the wait was its clock's). False (and nothing claimed)
+// until it is known; what the node holds goes on meanwhile.
 bool Holder::ensure_history()
 {
     if (history_revision_ != 0 && !settling_now_)
         return true;
     const std::string key = coord::history_key(prefix_), skey = coord::settling_key(prefix_);
     std::string why;
-    for (int attempt = 0; attempt < 2; attempt++) {
+    for (int attempt = 0; attempt < 4; attempt++) {
         etcd::Txn r;
-        if (!client_.txn(etcd::encode_txn({}, {{false, key, "", ""}, {false, skey, "", ""}}, {}), &r, &why)) {
+        if (!txn({}, {{false, key, "", ""}, {false, skey, "", ""}}, {}, &r, &why)) {
             failed("could not read \"" + key + "\"", why);
             return false;
         }
@@ -39,30 +45,9 @@ bool Holder::ensure_history()
             (kv.key == key ? found : settling) = &kv;
         if (found == nullptr) {
             // A new prefix, or etcd lost its data: nodes that issued under
-            // what it forgot may go on until their fence. Claims of what has
-            // no mark wait until etcd expires the settling key's lease.
-            const int64_t settle = coord::settle_ms(lease_ttl_ms_);
-            etcd::Grant g;
-            if (!client_.grant((settle + 999) / 1000, &g, &why)) {
-                failed("could not get a lease for \"" + skey + "\"", why);
+            // what it forgot may go on until their fence.
+            if (!make_history("\"" + key + "\" was missing (a new prefix, or etcd lost its data)"))
                 return false;
-            }
-            const coord::History made{new_token(), wall_clock().now_ms() + settle};
-            etcd::Txn t;
-            if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""}},
-                                              {{true, key, coord::history_value(made), ""},
-                                               {true, skey, coord::history_value(made), g.id}},
-                                              {}),
-                             &t, &why)) {
-                failed("could not write \"" + key + "\"", why);
-                return false;
-            }
-            answered();
-            if (t.succeeded)
-                ereport(LOG, (errmsg("shardid coordinator: \"%s\" was missing (a new prefix, or etcd lost its "
-                                     "data): claims of what has no mark wait %.1f s (etcd expires \"%s\"), until "
-                                     "every node that may still issue under what etcd forgot has stopped",
-                                     key.c_str(), double(settle) / 1000, skey.c_str())));
             continue;  // read it back, whoever made it
         }
         coord::History h;
@@ -70,29 +55,86 @@ bool Holder::ensure_history()
         if (!coord::parse_history(found->value, &h) ||
             !coord::history_plausible(h.settled_ms, wall_clock().now_ms(), max_clock_lead_ms, &implausible) ||
             (settling != nullptr && settling->lease.empty())) {
-            refused_ = true;
+            // Nothing is claimed under it; what this node holds goes on
+            // while its keys re-check fine.
+            history_bad_ = true;
             error(Condition::corrupt_key,
                   settling != nullptr && settling->lease.empty()
                       ? "the key \"" + skey +
-                            "\" has no lease, and shardid writes it only under one: nothing is "
-                            "claimed until it is removed"
+                            "\" has no lease, and shardid writes it only under one: nothing new is claimed until "
+                            "it is removed (what this node holds goes on)"
                       : "the key \"" + key + "\" holds \"" + printable(found->value, 60) + "\", which " +
                             (implausible.empty() ? std::string("is not a history shardid writes")
                                                  : "no node could have written: " + implausible) +
-                            ": nothing is claimed until it is fixed (delete it: the next claim writes it again, and "
-                            "waits for every node to stop)");
+                            ": nothing new is claimed until it is fixed (what this node holds goes on); delete it: "
+                            "the next claim writes it again, and waits for every node to stop");
             return false;
         }
+        if (h.token == distrusted_) {
+            // etcd went back on this history: whatever it holds from before
+            // may be older than what nodes did since. Deleted (the settling
+            // of its time with it), then made anew above.
+            etcd::Txn d;
+            if (!txn({{etcd::Compare::Target::mod, key, found->mod_revision, ""}},
+                     {{false, key, "", "", true}, {false, skey, "", "", true}}, {}, &d, &why)) {
+                failed("could not delete \"" + key + "\", a history etcd went back on", why);
+                return false;
+            }
+            answered();
+            if (d.succeeded)
+                ereport(LOG, (errmsg("shardid coordinator: deleted \"%s\", the history etcd went back on: it is made "
+                                     "anew",
+                                     key.c_str())));
+            continue;
+        }
+        learn_fleet_ttl(h.ttl_ms);
+        coord::History raised;
+        if (coord::history_extended(h, fleet_ttl_ms_, settling != nullptr, wall_clock().now_ms(), &raised)) {
+            // The fleet has a node of a longer TTL than its writer knew of:
+            // the next history after a loss must settle that long, and a
+            // settling in progress must outlast that node's fence too.
+            std::vector<etcd::Op> puts{{true, key, coord::history_value(raised), ""}};
+            etcd::Grant g;
+            if (settling != nullptr) {
+                if (!client_.grant((coord::settle_ms(fleet_ttl_ms_) + 999) / 1000, &g, &why)) {
+                    failed("could not get a lease for \"" + skey + "\"", why);
+                    return false;
+                }
+                puts.push_back({true, skey, coord::history_value(raised), g.id});
+            }
+            etcd::Txn t;
+            if (!txn({{etcd::Compare::Target::mod, key, found->mod_revision, ""}}, puts, {}, &t, &why)) {
+                failed("could not raise the lease TTL \"" + key + "\" records", why);
+                return false;
+            }
+            answered();
+            if (t.succeeded)
+                ereport(LOG, (errmsg("shardid coordinator: raised the longest lease TTL \"%s\" records from %lld s "
+                                     "to %lld s%s",
+                                     key.c_str(), (long long)(h.ttl_ms / 1000), (long long)(fleet_ttl_ms_ / 1000),
+                                     settling != nullptr ? ", and its settling with it" : "")));
+            continue;
+        }
+        if (history_bad_) {
+            history_bad_ = false;
+            ended(Condition::corrupt_key);
+        }
+        if (history_.token != h.token)
+            ended(Condition::went_back);
         history_ = h;
         history_revision_ = found->mod_revision;
-        // Generators wait through the settling (bounded: a lease TTL and its
-        // margin from when this node first saw it).
+        history_created_ = found->create_revision;
+        // Generators wait through the settling (bounded: until it ends, a
+        // lease TTL and its margin of the longest TTL at most).
         CoordShared& c = coord_shared();
-        if (settling != nullptr && !settling_now_)
-            c.settling_until_ms.store(fence_clock_ms() + coord::settle_ms(lease_ttl_ms_) + 1000);
+        if (settling != nullptr && (!settling_now_ || settling->mod_revision != settling_revision_))
+            c.settling_until_ms.store(
+                fence_clock_ms() +
+                std::clamp<int64_t>(h.settled_ms - wall_clock().now_ms(), 0, coord::settle_ms(fleet_ttl_ms_)) + 1000);
         else if (settling == nullptr)
             c.settling_until_ms.store(0);
         settling_now_ = settling != nullptr;
+        settling_created_ = settling != nullptr ? settling->create_revision : 0;
         settling_revision_ = settling != nullptr ? settling->mod_revision : 0;
         if (counters_history_ == 0)
             counters_history_ = h.token;  // this life's counter values are all taken under it
@@ -101,6 +143,61 @@ bool Holder::ensure_history()
         return true;
     }
     return false;
+}
+
+// A new history, with <prefix>/settling under a lease of a lease TTL and
+// its margin of the longest TTL this node knows the fleet to use: claims of
+// what has no mark wait until etcd expires it. False when etcd did not
+// take it (reported).
+bool Holder::make_history(const std::string& why_new)
+{
+    const std::string key = coord::history_key(prefix_), skey = coord::settling_key(prefix_);
+    const int64_t settle = coord::settle_ms(fleet_ttl_ms_);
+    std::string why;
+    etcd::Grant g;
+    if (!client_.grant((settle + 999) / 1000, &g, &why)) {
+        failed("could not get a lease for \"" + skey + "\"", why);
+        return false;
+    }
+    const coord::History made{new_token(), wall_clock().now_ms() + settle, fleet_ttl_ms_};
+    etcd::Txn t;
+    if (!txn({{etcd::Compare::Target::create, key, 0, ""}},
+             {{true, key, coord::history_value(made), ""}, {true, skey, coord::history_value(made), g.id}}, {}, &t,
+             &why)) {
+        failed("could not write \"" + key + "\"", why);
+        return false;
+    }
+    answered();
+    if (t.succeeded)
+        ereport(LOG, (errmsg("shardid coordinator: %s: made a new history; claims of what has no mark, or a mark "
+                             "from before it, wait %.1f s (etcd expires \"%s\"), until every node that may still issue "
+                             "under what etcd forgot has stopped (the longest lease TTL known under the prefix: %lld s)",
+                             why_new.c_str(), double(settle) / 1000, skey.c_str(), (long long)(fleet_ttl_ms_ / 1000))));
+    return true;
+}
+
+// What a renewal's ping read of the history (null: missing): one that
+// changed since it was read (made anew, raised, edited) is read again
+// before the next claim.
+void Holder::saw_history(const etcd::KeyValue* kv)
+{
+    if (kv == nullptr || kv->mod_revision != history_revision_)
+        history_revision_ = 0;
+}
+
+// The longest lease TTL of the fleet this node knows: raised by its own,
+// its node state's and each history's (kept in the node state, so that a
+// history made right after a restart knows it too).
+void Holder::learn_fleet_ttl(int64_t ttl_ms)
+{
+    const int64_t before = fleet_ttl_ms_;
+    fleet_ttl_ms_ = coord::fleet_ttl_ms(std::max(fleet_ttl_ms_, lease_ttl_ms_), shared->fleet_ttl_ms.load(), ttl_ms);
+    if (fleet_ttl_ms_ > shared->fleet_ttl_ms.load())
+        raise_to(shared->fleet_ttl_ms, fleet_ttl_ms_);
+    if (before != 0 && fleet_ttl_ms_ > before)
+        ereport(LOG, (errmsg("shardid coordinator: a node under the prefix uses a lease TTL of %lld s: a history "
+                             "made after etcd loses its data settles %.1f s",
+                             (long long)(fleet_ttl_ms_ / 1000), double(coord::settle_ms(fleet_ttl_ms_)) / 1000)));
 }
 
 // Under a history this node has not published under yet (a new one after
@@ -147,7 +244,7 @@ void Holder::republish()
     }
     if (!puts.empty()) {
         etcd::Txn t;
-        if (!client_.txn(etcd::encode_txn(compare, puts, {}), &t, &why)) {
+        if (!txn(compare, puts, {}, &t, &why)) {
             failed("could not publish this node's words in the retired words", why);
             return;
         }

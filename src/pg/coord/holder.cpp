@@ -98,8 +98,12 @@ bool Holder::keep_lease()
             ereport(LOG, (errmsg("shardid coordinator: etcd granted lease %s a TTL of %lld s for %d s asked; the "
                                  "node fences with %d s",
                                  g.id.c_str(), (long long)g.ttl_s, settings_.lease_ttl_s, settings_.lease_ttl_s)));
+        if (!observe(g.header))
+            return false;  // etcd went back, or another cluster answers: the history first
         lease_ = g.id;
+        new_witness();
         lease_ttl_ms_ = ttl_s * 1000;
+        learn_fleet_ttl(lease_ttl_ms_);
         fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
         last_sent_ms_ = sent;
         // Nothing is held under a new lease yet: its keys are all written
@@ -117,9 +121,9 @@ bool Holder::keep_lease()
             failed("could not renew lease " + lease_, why);
         } else if (!alive) {
             answered();
-            const std::string old = lease_;
-            lease_.clear();
-            lose_claim("lease " + old + " expired in etcd");
+            // Expired, or gone with a history that went back: the witness
+            // tells (asked again next round when etcd does not answer).
+            lease_vanished();
             return false;
         } else {
             answered();
@@ -152,12 +156,10 @@ bool Holder::take_id(int id)
     etcd::Txn t;
     // ... under the history read before it (a claim never spans a loss of
     // etcd's data: coord::History).
-    if (!client_.txn(
-            etcd::encode_txn({{etcd::Compare::Target::create, key, 0, ""},
-                              {etcd::Compare::Target::mod, coord::history_key(prefix_), history_revision_, ""}},
-                             {{true, key, coord::holder_value(me), lease_}},
-                             {{false, key, "", ""}, {false, coord::history_key(prefix_), "", ""}}),
-            &t, &why)) {
+    if (!txn({{etcd::Compare::Target::create, key, 0, ""},
+              {etcd::Compare::Target::mod, coord::history_key(prefix_), history_revision_, ""}},
+             {{true, key, coord::holder_value(me), lease_}},
+             {{false, key, "", ""}, {false, coord::history_key(prefix_), "", ""}}, &t, &why)) {
         failed("could not claim node id " + std::to_string(id), why);
         return false;
     }
@@ -357,10 +359,14 @@ bool Holder::read_mark()
     // A mark lowered by hand, or lost with etcd's data, never lowers what
     // this node has seen (every mark seen was checked as above).
     floor_ms_ = std::max(mark.end_ms, seen_marks_[claimed_]);
+    // A mark from before the history (etcd went back: a restored snapshot
+    // holds marks older than what their holders issued since) bounds
+    // nothing alone and is nobody's own.
+    const bool stale = has && coord::before_history(kvs[0].mod_revision, history_created_);
     // No mark: nobody claimed the id under this history. Whoever held it
     // under what etcd may have forgotten has stopped once the history
     // settled: no ID before then (coord::History).
-    settling_ = !has && settling_now_;
+    settling_ = (!has || stale) && settling_now_;
     // Whose mark it is, by its token, never by its value (another holder can
     // write the same value; a window whose answer was lost proves nothing):
     //  - a token of this life's claims that etcd confirmed: every holder
@@ -374,7 +380,8 @@ bool Holder::read_mark()
     //    own token first), and the state only grows. A clone or an older backup holds an older
     //    token; of two copies of one stopped directory, the first to claim
     //    writes its claim's token, so the second finds a token not its own.
-    own_mark_ = has && (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));
+    own_mark_ = has && !stale &&
+                (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));
     const int64_t wait = coord::takeover_wait_ms(has, mark, own_mark_, lease_ttl_ms_);
     if (wait > 0)
         publish_after_ms_ = std::max(publish_after_ms_, claimed_at_ms_ + wait);
@@ -387,20 +394,22 @@ void Holder::step()
     if (!keep_lease())
         return;
     // etcd's history, known before anything is claimed or taken (a
-    // transaction that compared it and failed reads it again here).
-    if (!ensure_history())
-        return;
-    // Under a new history (etcd lost its data), the counters are raised to
-    // this node's floors at once, whether or not it holds a node id (one
-    // whose id another node took meanwhile still used its values), before
-    // the history settles: no node takes a counter value before then
-    // (serve_counters()).
-    if (counters_history_ != history_.token)
+    // transaction that compared it and failed reads it again here). A
+    // history that cannot be read, or holds what shardid never writes,
+    // stops new claims only: what this node holds goes on while its keys
+    // re-check fine.
+    const bool history = ensure_history();
+    // Under a new history (etcd lost its data, or went back), the counters
+    // are raised to this node's floors at once, whether or not it holds a
+    // node id (one whose id another node took meanwhile still used its
+    // values), before the history settles: no node takes a counter value
+    // before then (serve_counters()).
+    if (history && counters_history_ != history_.token)
         raise_counters();
-    if (held_ < 0)
+    if (history && held_ < 0)
         claim();
     // And once per claim.
-    if (claimed_ >= 0 && !counters_raised_)
+    if (history && claimed_ >= 0 && !counters_raised_)
         counters_raised_ = raise_counters();
     if (held_ >= 0)
         renew_window();

@@ -14,6 +14,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/coord/continuity.hpp"
 #include "core/coord/coord.hpp"
 #include "core/coord/recheck.hpp"
 #include "core/coord/shard_claim.hpp"
@@ -26,7 +27,7 @@ namespace shardid::pg {
 
 // The conditions the worker reports, each logged when it starts and ends
 // (coord::Episode).
-enum class Condition { unreachable, unauthorized, refused, corrupt_key, unconfirmed, count };
+enum class Condition { unreachable, unauthorized, refused, corrupt_key, unconfirmed, went_back, count };
 
 struct CounterKey;  // a counter's keys in etcd, as read (src/pg/coord/holder.cpp)
 struct Slot;        // a layout slot (src/pg/state/shared.hpp)
@@ -110,6 +111,8 @@ private:
     // (src/pg/coord/confirm.cpp; the rules: src/core/coord/recheck.hpp).
     void confirm_values();
     bool recheck(std::string* why, bool* start_over);
+    bool list_held(std::vector<int>* lost, std::string* why);
+    bool watch_failed_ = false;  // the last check's watch could not be read (its listing was logged once)
     void confirmed_until(int64_t fence_ms);
     void forget_unused_keys();
     void move_bounds(std::vector<int>& due);
@@ -131,14 +134,42 @@ private:
     bool declared_full_ = false;          // the declared values did not fit the claim table (logged once)
 
     // etcd's history under the prefix (<prefix>/history; the rules:
-    // src/core/coord/coord.hpp, "history"): read before any claim, made
-    // when missing; a claim of what has no mark waits until it settled.
+    // src/core/coord/continuity.hpp): read before any claim, made when
+    // missing, made anew when etcd went back on it; a claim of what has no
+    // mark (or one from before the history) waits until it settled
+    // (src/pg/coord/history.cpp).
     bool ensure_history();
+    bool make_history(const std::string& why);
+    void saw_history(const etcd::KeyValue* kv);
     void republish();
     coord::History history_;
     int64_t history_revision_ = 0;   // its key's mod revision (0: not known)
+    int64_t history_created_ = 0;    // its key's create revision: keys written before it may be rolled back
     uint64_t republished_ = 0;       // the history this node republished its words under
-    int64_t settling_revision_ = 0;  // <prefix>/settling's mod revision when it was read (0: none)
+    int64_t settling_created_ = 0;   // <prefix>/settling's create revision when it was read (0: none)
+    int64_t settling_revision_ = 0;  // and its mod revision (an extension moves it)
+    bool history_bad_ = false;       // the history key holds what shardid never writes: no claim until fixed
+    // The longest lease TTL of the fleet this node knows (its own, its node
+    // state's, the history's): how long a history it makes settles.
+    int64_t fleet_ttl_ms_ = 0;
+    void learn_fleet_ttl(int64_t ttl_ms);
+
+    // Whether etcd kept what this node wrote (src/pg/coord/witness.cpp; the
+    // rules: src/core/coord/continuity.hpp): every write under the lease
+    // goes through txn(), which compares and moves the witness; every answer's
+    // revision is seen; a lease etcd no longer knows is judged by the
+    // witness. A history that went back is distrusted (its token) and made
+    // anew.
+    bool txn(std::vector<etcd::Compare> compare, std::vector<etcd::Op> success, std::vector<etcd::Op> failure,
+             etcd::Txn* out, std::string* why, bool ping = false);
+    bool observe(const etcd::Header& header);
+    bool lease_vanished();
+    void went_back(const std::string& why);
+    void new_witness();
+    coord::Witness witness_;
+    coord::Revisions revisions_;
+    uint64_t distrusted_ = 0;    // the token of a history etcd went back on (0: none)
+    bool history_failure_ = false;  // the last failed request failed because etcd's history went back
     // The history this life's counter values are the node's own under: taken
     // under it, or re-published under it before it settled (else retired:
     // CoordShared::counters_epoch).
@@ -147,8 +178,9 @@ private:
     bool settling_ = false;      // the claim of the node id waits for the history to settle
     int64_t issuing_until_ms() const { return std::min(fence_ms_, values_until_ms_); }
 
-    // Reporting (src/pg/coord/worker.cpp): a failed request or refusal,
-    // and the end of a condition; the state shardid_coordination() shows.
+    // Reporting (src/pg/coord/report.cpp): a failed request or refusal,
+    // and the end of a condition (which clears last_error when it was
+    // that condition's); the state shardid_coordination() shows.
     void error(Condition kind, const std::string& why);
     void failed(const std::string& what, const std::string& why);
     void ended(Condition kind);
@@ -196,6 +228,7 @@ private:
     bool renewed_ = false;          // the lease was renewed in this step: confirm the values held under it
     bool claim_raised_ = false;     // this claim raised the slots above a mark not its own
     coord::Episode episodes_[int(Condition::count)];
+    int last_error_kind_ = -1;  // the condition that wrote last_error (-1: none)
     int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
 };
 

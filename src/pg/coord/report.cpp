@@ -23,9 +23,12 @@ namespace shardid::pg {
 
 namespace {
 
-const char* const condition_words[] = {"etcd unreachable", "etcd refused this node's credentials",
-                                       "the node id refused", "a key edited by hand",
-                                       "the shard values held unconfirmed"};
+const char* const condition_words[] = {"etcd unreachable",
+                                       "etcd refused this node's credentials",
+                                       "the node id refused",
+                                       "a key edited by hand",
+                                       "the shard values held unconfirmed",
+                                       "etcd's history gone back (the new history made)"};
 static_assert(std::size(condition_words) == size_t(Condition::count), "a word for every condition");
 
 }  // namespace
@@ -35,6 +38,7 @@ void Holder::error(Condition kind, const std::string& why)
     CoordShared& c = coord_shared();
     SpinLockAcquire(&c.mutex);
     strlcpy(c.last_error, why.c_str(), sizeof c.last_error);
+    last_error_kind_ = int(kind);
     strlcpy(c.endpoint, client_.endpoint().c_str(), sizeof c.endpoint);
     c.requests = client_.requests();
     c.errors++;
@@ -46,6 +50,10 @@ void Holder::error(Condition kind, const std::string& why)
 
 void Holder::failed(const std::string& what, const std::string& why)
 {
+    // A request refused because etcd's history went back was reported as
+    // that (went_back()): not an etcd that does not answer.
+    if (history_failure_)
+        return;
     const Condition kind =
         client_.last_failure() == etcd::Failure::unauthorized ? Condition::unauthorized : Condition::unreachable;
     error(kind, what + ": " + why);
@@ -54,6 +62,15 @@ void Holder::failed(const std::string& what, const std::string& why)
 void Holder::ended(Condition kind)
 {
     coord::Episode& e = episodes_[int(kind)];
+    // A condition that ended takes its words out of last_error: what is
+    // left there is what still holds.
+    if (e.active() && last_error_kind_ == int(kind)) {
+        CoordShared& c = coord_shared();
+        SpinLockAcquire(&c.mutex);
+        c.last_error[0] = '\0';
+        SpinLockRelease(&c.mutex);
+        last_error_kind_ = -1;
+    }
     if (!e.ok(wall_clock().now_ms()))
         return;
     const int64_t more = e.unreported();

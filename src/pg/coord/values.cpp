@@ -251,14 +251,12 @@ bool Holder::release_shard(int i, bool retire)
         }
         answered();
         if (kvs.empty() || coord::parse_retired(kvs[0].value, &retired)) {
-            if (!client_.txn(
-                    etcd::encode_txn({{etcd::Compare::Target::lease, ckey, 0, lease_},
-                                      {etcd::Compare::Target::mod, rkey, kvs.empty() ? 0 : kvs[0].mod_revision, ""}},
-                                     {{true, rkey, std::to_string(std::max(retired, word)), ""},
-                                      {false, mkey, "", "", true},
-                                      {false, ckey, "", "", true}},
-                                     {}),
-                    &t, &why)) {
+            if (!txn({{etcd::Compare::Target::lease, ckey, 0, lease_},
+                      {etcd::Compare::Target::mod, rkey, kvs.empty() ? 0 : kvs[0].mod_revision, ""}},
+                     {{true, rkey, std::to_string(std::max(retired, word)), ""},
+                      {false, mkey, "", "", true},
+                      {false, ckey, "", "", true}},
+                     {}, &t, &why)) {
                 failed("could not release " + describe(slot, value), why);
                 return false;
             }
@@ -271,10 +269,8 @@ bool Holder::release_shard(int i, bool retire)
             }
         }
     }
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, ckey, 0, lease_}},
-                                      {{true, mkey, coord::shard_mark_value(last), ""}, {false, ckey, "", "", true}},
-                                      {}),
-                     &t, &why)) {
+    if (!txn({{etcd::Compare::Target::lease, ckey, 0, lease_}},
+             {{true, mkey, coord::shard_mark_value(last), ""}, {false, ckey, "", "", true}}, {}, &t, &why)) {
         failed("could not release " + describe(slot, value), why);
         return false;
     }
@@ -317,7 +313,7 @@ void Holder::release_batch(const std::vector<int>& batch)
         }
         etcd::Txn r;
         std::string why;
-        if (!client_.txn(etcd::encode_txn(compare, ops, {}), &r, &why)) {
+        if (!txn(compare, ops, {}, &r, &why)) {
             failed("could not give back " + std::to_string(n) + " shard values no longer declared", why);
             return;  // each stays releasing: given back one by one next round
         }

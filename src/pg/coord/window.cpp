@@ -20,8 +20,7 @@ bool Holder::record_window(int id, int64_t end, uint64_t token, bool released)
     std::string why;
     etcd::Txn t;
     const std::string value = coord::mark_value({end, token, lease_ttl_ms_, released});
-    if (!client_.txn(etcd::encode_txn({{etcd::Compare::Target::lease, node, 0, lease_}}, {{true, mark, value, ""}}, {}),
-                     &t, &why)) {
+    if (!txn({{etcd::Compare::Target::lease, node, 0, lease_}}, {{true, mark, value, ""}}, {}, &t, &why)) {
         failed("could not record the window of node id " + std::to_string(id), why);
         return false;
     }

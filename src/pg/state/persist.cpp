@@ -162,6 +162,7 @@ NodeState persisted_state()
     st.retired_ms = shared->retired_ms.load();
     st.release_token = shared->release_token.load();
     st.claim_floor_ms = shared->claim_floor_ms.load();
+    st.fleet_ttl_ms = shared->fleet_ttl_ms.load();
     return st;
 }
 

@@ -95,6 +95,11 @@ struct Shared {
     // restart finds its own mark and raises nothing), raised under
     // slots_lock, persisted with the node state, never in WAL.
     std::atomic<int64_t> claim_floor_ms;
+    // NodeState::fleet_ttl_ms: the longest lease TTL the coordinator knows
+    // the fleet under its prefix to use (src/pg/coord/history.cpp); read
+    // from the state file at start, raised by the coordinator, persisted
+    // with the node state, never in WAL.
+    std::atomic<int64_t> fleet_ttl_ms;
     // Which WAL record covers an ID (see confirm_covered()): the record that
     // set lease_until_ms (cur_lsn), and the one before it with the mark it
     // set (prev_lsn, prev_until_ms), which still covers the ticks before
@@ -193,16 +198,17 @@ void set_counter_floors(const NodeState& st, bool raise);
 // retired floor, and any number of counter floors.
 constexpr bool node_state_fields_known()
 {
-    int marks = 0, retired = 0, tokens = 0, claims = 0;
+    int marks = 0, retired = 0, tokens = 0, claims = 0, ttls = 0;
     for (const NodeStateField& f : node_state_fields) {
         marks += f.kind == NodeStateFieldKind::time_mark;
         retired += f.kind == NodeStateFieldKind::retired_floor;
         tokens += f.kind == NodeStateFieldKind::release_token;
         claims += f.kind == NodeStateFieldKind::claim_floor;
+        ttls += f.kind == NodeStateFieldKind::fleet_ttl;
     }
-    return marks == 1 && retired == 1 && tokens == 1 && claims == 1;
+    return marks == 1 && retired == 1 && tokens == 1 && claims == 1 && ttls == 1;
 }
-static_assert(node_state_fields_known(),
-              "the glue knows one time mark, one retired floor, one release token and one claim floor");
+static_assert(node_state_fields_known(), "the glue knows one time mark, one retired floor, one release token, one "
+                                         "claim floor and one fleet TTL");
 
 }  // namespace shardid::pg
