@@ -24,6 +24,7 @@ enum class Error : uint8_t {
     interrupted,          // a wait given up for a pending interrupt (the glue serves it)
     not_claimed,          // no valid claim of the node id from etcd -> 55000 (after the glue waited)
     limit_exceeded,       // a bounded node-wide table is full       -> 53400
+    wait_exceeded,        // a wait longer than its bound (shardid.etcd_wait) -> 55000
     internal,             // a bug or an unexpected C++ exception   -> XX000
 };
 

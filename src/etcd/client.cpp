@@ -132,6 +132,7 @@ namespace {
 struct WatchStream {
     const Client::WatchSink* sink = nullptr;
     uint64_t* bytes = nullptr;
+    uint64_t received = 0;  // of this watch
     std::string pending;  // the start of a message whose end has not arrived
     Client::WatchStep step = Client::WatchStep::more;
     std::string why;
@@ -141,6 +142,7 @@ int stream_append(void* to, const char* data, size_t size)
 {
     auto* w = static_cast<WatchStream*>(to);
     *w->bytes += size;
+    w->received += size;
     try {
         w->pending.append(data, size);
         size_t start = 0;
@@ -192,6 +194,9 @@ bool Client::watch_once(const std::string& body, const WatchSink& sink, bool* re
         *why = status != 200 ? "HTTP status " + std::to_string(status) + " from " + endpoint() + ": \"" +
                                    printable(w.pending) + "\""
                              : endpoint() + ": the watch ended early";
+    // A stream cut off after much came: its size is the cause to name.
+    if (w.received >= (uint64_t(1) << 20))
+        *why += " after " + std::to_string(w.received >> 20) + " MiB of changes";
     failure_ = answered ? Failure::answer : Failure::transport;
     return false;
 }

@@ -12,8 +12,31 @@
 #   2 the same from a recent snapshot, etcd's revision driven past every
 #     node's by another writer before the nodes see it.
 #   3 the same, restored into a new cluster (another cluster id).
-#   4 the backup and restore procedure of docs/coordination.md, run as
-#     written.
+#   4 nodes of different lease TTLs when etcd loses its data: the prefix
+#     deleted right after a renewal of node y (TTL 40 s, a renewal every
+#     8 s), which holds shard 5 of snowflake's and Instagram's layouts;
+#     node x (TTL 3 s) asks for both all along: x's first ID with them
+#     comes after y's last (issue 64: the settling lasted x's TTL and
+#     margin, 4 s, while y went on until its next renewal; 3,971 snowflake
+#     and 4,471 Instagram IDs issued twice).
+#   5 junk in the claim space: 400 keys of 100 kB under
+#     <prefix>/shard/zz-junk/ while two nodes issue (the re-check's watch
+#     then sends more than 16 MiB in one message); a held key deleted by
+#     hand meanwhile; the junk deleted: the nodes issue all along, with no
+#     compaction by hand, and their log names the cause and the remedy
+#     (issue 64: no ID of any layout for 90 s, until a compaction by hand).
+#   6 <prefix>/history overwritten with garbage: the values held go on,
+#     new claims wait; deleted, it is made anew, and last_error is empty
+#     once the node is held again (issue 64: every ID stopped within 2.3 s
+#     for as long as it stood; last_error kept the message).
+#   7 a range of logical shards moved while a statement writes them: the
+#     statement fails with 55000 within a second of the reload, the old
+#     node never claims them again, and the new node gets all of them
+#     (issue 64: 79,479 IDs for 21.9 s after the reload; the old node
+#     claimed 8-11 again and held them).
+#   8 shardid.etcd_wait bounds every wait of a generator: a fresh prefix,
+#     nodes 5 s ahead and 4 s behind, layouts of one-minute and one-hour
+#     ticks (issue 64: the session waited 5 minutes, for the next hour).
 set -u
 . scripts/lib.sh
 . test/coord/lib.sh
@@ -22,7 +45,7 @@ coord_setup 16200
 ETCD_PEER=24891
 etcd_main 24791 $ETCD_PEER
 PY=/usr/bin/python3
-sections=" ${RECOVERY_SECTIONS:-1 2 3 4} "
+sections=" ${RECOVERY_SECTIONS:-1 2 3 4 5 6 7 8} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 ms_now() { date +%s%3N; }
 
@@ -197,6 +220,242 @@ fi
 if want 3; then
     restore_case 3 "etcd restored into a new cluster" restore_new_cluster
     check "... whose id is not the old one's" "t" "$([ "$(cluster_id)" != "${cluster_before:-}" ] && echo t)"
+fi
+
+# --- 4: nodes of different TTLs when etcd loses its data ----------------------------
+if want 4; then
+    PREFIX=/rc4
+    rm -f "$work"/stop-*
+    # x first: the prefix's first settling is its TTL's (a node of a
+    # longer TTL starting meanwhile lengthens it to its own).
+    node_up x $((base + 41)) "" "shardid.node_id = 41" || stop_suite "node x did not start"
+    wait_state x held 20 || stop_suite "node x did not claim its id"
+    node_up y $((base + 42)) "" "shardid.node_id = 42" "shardid.etcd_lease_ttl = 40s" "shardid.etcd_wait = 10s" ||
+        stop_suite "node y did not start"
+    wait_state y held 20 || stop_suite "node y did not claim its id"
+    for n in x y; do q $n -c "CREATE TABLE s (id bigint); CREATE TABLE i (id bigint)"; done
+    q y -c "SELECT next_snowflake_id(5), next_instagram_id(5)" >/dev/null || stop_suite "node y did not take shard 5"
+    check "node y's lease TTL is recorded in etcd's history" "40000" \
+        "$(ectl get "$PREFIX/history" --print-value-only | cut -d' ' -f3)"
+    issue_for y 120 "next_snowflake_id(5)" s & y1=$!
+    issue_for y 120 "next_instagram_id(5)" i & y2=$!
+    issue_for x 120 "next_snowflake_id(5)" s & x1=$!
+    issue_for x 120 "next_instagram_id(5)" i & x2=$!
+    sleep 2
+    # Right after one of y's renewals (its issuing_until moves).
+    was=$(q y -c "SELECT issuing_until FROM shardid_coordination()")
+    for _ in $(seq 200); do
+        [ "$(q y -c "SELECT issuing_until FROM shardid_coordination()")" != "$was" ] && break
+        sleep 0.05
+    done
+    ectl del --prefix "$PREFIX" >/dev/null
+    deleted=$(ms_now)
+    # y asks until it could no longer issue in any case (its next renewal,
+    # 8 s), then stops asking; the history settles for y's TTL and margin
+    # (48 s), then x issues.
+    sleep 10
+    touch "$work/stop-y"
+    # Its statements that still wait (through the settling) are cancelled.
+    q y -c "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
+    sleep 46
+    touch "$work/stop-x"
+    wait $y1 $y2 $x1 $x2
+    copy_to x y s x_s
+    copy_to x y i x_i
+    check "nodes of TTLs 3 s and 40 s, the prefix deleted: no snowflake ID of shard 5 issued twice" "0" \
+        "$(q y -c "SELECT count(*) FROM s JOIN x_s USING (id)")"
+    check "... nor an Instagram ID of shard 5" "0" "$(q y -c "SELECT count(*) FROM i JOIN x_i USING (id)")"
+    check "... node x took both and issued with them, above every ID of node y" "t|t" \
+        "$(q y -c "SELECT (SELECT min(id) FROM x_s) > (SELECT max(id) FROM s), (SELECT min(id) FROM x_i) > (SELECT max(id) FROM i)")"
+    first=$(q y -c "SELECT (extract(epoch FROM snowflake_timestamp(min(id))) * 1000)::bigint FROM x_s")
+    last=$(q y -c "SELECT (extract(epoch FROM snowflake_timestamp(max(id))) * 1000)::bigint FROM s")
+    echo "# node y's last ID $((last - deleted)) ms after the deletion, node x's first $((first - deleted)) ms after it"
+    [ -n "$first" ] && [ $((first - deleted)) -ge 40000 ] &&
+        pass "... node x's first ID came $((first - deleted)) ms after the deletion: the settling lasted y's TTL and margin" ||
+        fail "... node x's first ID came $((${first:-0} - deleted)) ms after the deletion"
+    for n in x y; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 5: junk in the claim space ---------------------------------------------------------
+if want 5; then
+    PREFIX=/rc5
+    rm -f "$work"/stop-*
+    TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 10s")
+    node_up p $((base + 51)) "" "shardid.node_id = 51" "${TTL10[@]}" || stop_suite "node p did not start"
+    node_up r $((base + 52)) "" "shardid.node_id = 52" "${TTL10[@]}" || stop_suite "node r did not start"
+    wait_state p held 20 && wait_state r held 20 || stop_suite "the nodes did not claim their ids"
+    for n in p r; do
+        q $n -c "SELECT create_layout('one_s', '2024-01-01', '1 second', 36, 10, 17)" >/dev/null
+        q $n -c "CREATE TABLE t (id bigint, at timestamptz DEFAULT clock_timestamp())"
+    done
+    q p -c "SELECT next_snowflake_id(7), next_id('one_s', 7)" >/dev/null || stop_suite "node p did not take shard 7"
+    issue_for p 200 "next_snowflake_id()" t & l1=$!
+    issue_for r 200 "next_id('one_s')" t & l2=$!
+    issue_for p 200 "next_snowflake_id(7)" t p7 & l3=$!
+    started=$(ms_now)
+    # 400 keys of 100 kB each, one write each, eight writers at once,
+    # between two re-checks of each node (their coordinators paused
+    # meanwhile, as on a busy machine; the lease's fence is 8 s away): the
+    # next watch of each gets them all at once.
+    workers="$(coordinator_of p) $(coordinator_of r)"
+    kill -STOP $workers
+    $PY - "$ETCD_PORT" "$PREFIX" <<'PY'
+import base64, json, sys, threading, urllib.request
+port, prefix = sys.argv[1], sys.argv[2]
+value = base64.b64encode(b"x" * 100000).decode()
+def put(first):
+    for i in range(first, 400, 8):
+        key = base64.b64encode(f"{prefix}/shard/zz-junk/{i:04d}".encode()).decode()
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}/v3/kv/put",
+                               json.dumps({"key": key, "value": value}).encode()), timeout=10).read()
+writers = [threading.Thread(target=put, args=(k,)) for k in range(8)]
+for w in writers: w.start()
+for w in writers: w.join()
+PY
+    kill -CONT $workers
+    sleep 3
+    # A held key deleted by hand while the junk stands: p stops the value.
+    touch "$work/stop-p7"
+    wait $l3
+    ectl del "$PREFIX/shard/e1577836800000u1t41s10q12/7" >/dev/null
+    deleted=$(ms_now)
+    for _ in $(seq 60); do
+        grep -q "the key \"$PREFIX/shard/e1577836800000u1t41s10q12/7\" is no longer held" "${dir_of[p]}/server.log" && break
+        sleep 0.1
+    done
+    grep -q "the key \"$PREFIX/shard/e1577836800000u1t41s10q12/7\" is no longer held" "${dir_of[p]}/server.log" &&
+        pass "junk of 40 MB in the claim space: a held key deleted by hand meanwhile is still found gone" ||
+        fail "junk in the claim space: node p did not find its deleted key gone"
+    sleep 3
+    ectl del --prefix "$PREFIX/shard/zz-junk/" >/dev/null
+    cleared=$(ms_now)
+    sleep 6
+    touch "$work/stop-p" "$work/stop-r"
+    wait $l1 $l2
+    watch_failed=0
+    for n in p r; do
+        gap=$(q $n -c "SELECT coalesce(max(g), 0) FROM (SELECT (extract(epoch FROM at - lag(at) OVER (ORDER BY at)) * 1000)::bigint g FROM t) x")
+        last=$(q $n -c "SELECT (extract(epoch FROM max(at)) * 1000)::bigint FROM t")
+        echo "# node $n: $(q $n -c "SELECT count(*) FROM t") IDs from the junk's start to $((last - started)) ms after it, longest gap $gap ms"
+        [ "$gap" -lt 4000 ] && pass "... node $n issued all along, the junk written and deleted (longest gap $gap ms)" ||
+            fail "... node $n stopped for $gap ms"
+        [ $((last - cleared)) -gt 4000 ] && pass "... and after the junk was deleted, with no compaction" ||
+            fail "... node $n's last ID $((last - cleared)) ms after the junk was deleted"
+        # Where the watch could not be read (the junk arrived at once), the
+        # log says it was checked by a listing, why, and what to do.
+        if grep -q "could not be read" "${dir_of[$n]}/server.log"; then
+            watch_failed=$((watch_failed + 1))
+            grep "could not be read" "${dir_of[$n]}/server.log" | grep -q "MiB.*checked by a listing of keys instead" &&
+                grep -q "remove the keys under it that shardid does not write" "${dir_of[$n]}/server.log" &&
+                pass "... node $n's log names the cause and the remedy" || fail "... node $n's log does not say why and what to do"
+        fi
+        lacks "... and no \"etcd unreachable\" while etcd answered" "$(grep "shardid coordinator" "${dir_of[$n]}/server.log")" "etcd unreachable"
+    done
+    [ "$watch_failed" -gt 0 ] && pass "... the junk reached $watch_failed node(s) as a watch that could not be read" ||
+        fail "... no node's watch failed: the junk did not arrive at once"
+    check "... the states: held" "held held" "$(q p -c "SELECT state FROM shardid_coordination()") $(q r -c "SELECT state FROM shardid_coordination()")"
+    [ -n "${RECOVERY_DEBUG:-}" ] && for n in p r; do echo "--- $n"; grep "shardid" "${dir_of[$n]}/server.log" | cut -c12- | tail -30; done
+    for n in p r; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 6: a hand-edited history --------------------------------------------------------------
+if want 6; then
+    PREFIX=/rc6
+    rm -f "$work"/stop-*
+    node_up h $((base + 61)) "" "shardid.node_id = 61" || stop_suite "node h did not start"
+    wait_state h held 20 || stop_suite "node h did not claim its id"
+    q h -c "CREATE TABLE t (id bigint, at timestamptz DEFAULT clock_timestamp())"
+    q h -c "SELECT next_snowflake_id(5), next_snowflake_id()" >/dev/null || stop_suite "node h did not take shard 5"
+    issue_for h 200 "next_snowflake_id(5)" t & l1=$!
+    issue_for h 200 "next_snowflake_id()" t & l2=$!
+    sleep 1
+    ectl put "$PREFIX/history" "garbage written by hand" >/dev/null
+    edited=$(ms_now)
+    # A claim tried at once reads it (as the next renewal does).
+    check "the history overwritten with garbage: a value not held yet is not claimed: 55000" "55000" \
+        "$(q_err h "SET shardid.etcd_wait = '1s'; SELECT next_snowflake_id(6)" | cut -c1-5)"
+    sleep 7
+    state=$(q h -c "SELECT state || '|' || coalesce(last_error, '') FROM shardid_coordination()")
+    contains "... last_error names the key" "$state" "the key \"$PREFIX/history\" holds \"garbage written by hand\""
+    contains "... and says what goes on" "$state" "what this node holds goes on"
+    ectl del "$PREFIX/history" >/dev/null
+    fixed=$(ms_now)
+    sleep 6
+    touch "$work/stop-h"
+    wait $l1 $l2
+    # The longest time without an ID up to the deletion, its end included.
+    gap=$(q h -c "SELECT coalesce(max(g), 0) FROM (SELECT (extract(epoch FROM at - lag(at) OVER (ORDER BY at)) * 1000)::bigint g
+                  FROM (SELECT at FROM t WHERE at < to_timestamp($fixed / 1000.0) UNION ALL SELECT to_timestamp($fixed / 1000.0)) a) x")
+    n=$(q h -c "SELECT count(*) FROM t WHERE at BETWEEN to_timestamp($edited / 1000.0) AND to_timestamp($fixed / 1000.0)")
+    [ "$gap" -lt 1500 ] && [ "$n" -gt 1000 ] &&
+        pass "... the values held go on issuing while it stands ($n IDs in 8 s, longest gap $gap ms)" ||
+        fail "... the values held stopped while it stood ($n IDs in 8 s, longest gap $gap ms)"
+    check "... deleted: made anew, the node held, and last_error empty" "held|" \
+        "$(q h -c "SELECT state || '|' || coalesce(last_error, '') FROM shardid_coordination()")"
+    check "... and a new value is claimed" "1000" "$(q h -c "SET shardid.etcd_wait = '10s'; SELECT count(DISTINCT next_snowflake_id(6)) FROM generate_series(1, 1000)")"
+    cluster_stop "${dir_of[h]}" fast
+fi
+
+# --- 7: a range of logical shards moved while a statement writes them -----------------
+if want 7; then
+    PREFIX=/rc7
+    node_up o $((base + 71)) "" "shardid.node_id = 71" "shardid.shards = '0-15'" || stop_suite "node o did not start"
+    node_up w $((base + 72)) "" "shardid.node_id = 72" "shardid.shards = '16-31'" || stop_suite "node w did not start"
+    wait_state o held 20 && wait_state w held 20 || stop_suite "the nodes did not claim their ids"
+    q o -c "SELECT next_instagram_id(8)" >/dev/null
+    # A statement writing shards 8-11 for a long time (100,000,000 IDs at
+    # Instagram's 1,024 a millisecond: over a minute).
+    ( q_err o "SELECT count(next_instagram_id(8 + s % 4)) FROM generate_series(1, 20000000) s" >"$work/stmt"
+      ms_now >"$work/stmt_end" ) & stmt=$!
+    sleep 3
+    q o -c "ALTER SYSTEM SET shardid.shards = '0-7'" -c "SELECT pg_reload_conf()" >/dev/null
+    reloaded=$(ms_now)
+    wait $stmt
+    contains "shards 8-15 moved away while a statement writes 8-11: the statement fails with 55000" "$(cat "$work/stmt")" \
+        "55000: shard"
+    took=$(($(cat "$work/stmt_end") - reloaded))
+    [ "$took" -lt 1000 ] && pass "... $took ms after the reload returned" || fail "... $took ms after the reload returned"
+    q w -c "ALTER SYSTEM SET shardid.shards = '8-31'" -c "SELECT pg_reload_conf()" >/dev/null
+    q w -c "SELECT next_instagram_id(20)" >/dev/null
+    for _ in $(seq 100); do
+        [ "$(q w -c "SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND shard BETWEEN 8 AND 15")" = 8 ] && break
+        sleep 0.1
+    done
+    check "... the new node holds all of 8-15 within 10 s, 8-11 with them" "8" \
+        "$(q w -c "SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND shard BETWEEN 8 AND 15")"
+    sleep 2
+    check "... and the old node holds none of them again" "0" \
+        "$(q o -c "SELECT count(*) FROM shardid_shard_claims() WHERE state IN ('held', 'claiming', 'taking over') AND shard BETWEEN 8 AND 15")"
+    check "... it refuses them at once" "55000: shard 9 is not one of this node's shards" \
+        "$(q_err o "SELECT next_instagram_id(9)")"
+    [ -n "${RECOVERY_DEBUG:-}" ] && for n in o w; do echo "--- $n"; grep "shardid" "${dir_of[$n]}/server.log" | cut -c12- | tail -30; done
+    for n in o w; do cluster_stop "${dir_of[$n]}" fast; done
+fi
+
+# --- 8: shardid.etcd_wait bounds every wait ---------------------------------------------
+if want 8; then
+    PREFIX=/rc8
+    node_up f $((base + 81)) "" "shardid.node_id = 81" "shardid.clock_offset_ms = 5000" || stop_suite "node f did not start"
+    node_up s $((base + 82)) "" "shardid.node_id = 82" "shardid.clock_offset_ms = -4000" || stop_suite "node s did not start"
+    for n in f s; do
+        q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 32, 10, 20), create_layout('hour', '2024-01-01', '1 hour', 28, 10, 24)" >/dev/null
+    done
+    t0=$(ms_now)
+    out=$(timeout 120 psql -X -q -h "${dir_of[f]}" -p "${port_of[f]}" -U postgres -d postgres -At -v VERBOSITY=verbose \
+        -c "SET shardid.etcd_wait = '5s'" -c "SELECT next_id('minute', 5), next_id('hour', 5)" 2>&1)
+    took=$(($(ms_now) - t0))
+    echo "# $(tr '\n' ' ' <<<"$out" | cut -c1-300)"
+    # The history of the fresh prefix settles first (4 s), which the docs
+    # say lengthens a wait by as much.
+    [ "$took" -lt 11000 ] && pass "shardid.etcd_wait = 5s, a fresh prefix, minute and hour layouts: the statement ended in $took ms" ||
+        fail "the statement took $took ms"
+    if grep -q "ERROR" <<<"$out"; then
+        contains "... its error is 55000 and says what it waited for" "$out" "55000: the next ID of layout"
+        contains "... and when it can go on" "$out" "Try again once the next tick has begun"
+    else
+        pass "... and it issued both IDs"
+    fi
+    for n in f s; do cluster_stop "${dir_of[$n]}" fast; done
 fi
 
 no_crashes

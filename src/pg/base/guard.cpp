@@ -10,6 +10,7 @@ static int sqlstate_of(Error error)
     switch (error) {
     case Error::not_configured:
     case Error::clock_lead_exceeded:
+    case Error::wait_exceeded:
     case Error::not_claimed: return ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE;
     case Error::out_of_range:
     case Error::time_exhausted: return ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;

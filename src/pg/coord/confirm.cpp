@@ -114,10 +114,11 @@ bool Holder::recheck(std::string* why, bool* start_over)
                                  "%s; the %zu shard keys held were checked by a listing of keys instead",
                                  coord::watched_key(prefix_).c_str(), (long long)from, watch_why.c_str(),
                                  held_keys_.size() + lost.size()),
-                          errhint("%s", transport ? "etcd answered the listing but not the watch in time: a slow "
-                                                    "etcd, or a large volume of changes under the prefix."
-                                                  : "Every key shardid writes under the prefix is under 300 bytes: "
-                                                    "remove the keys under it that shardid does not write.")));
+                          errhint("%s", transport && watch_why.find(" MiB") == std::string::npos
+                                            ? "etcd answered the listing but not the watch in time: a slow etcd, or "
+                                              "many changes under the prefix."
+                                            : "Every key shardid writes under the prefix is under 300 bytes: remove "
+                                              "the keys under it that shardid does not write.")));
         watch_failed_ = !watched && checked;
     }
     ShardClaims* t = shard_claims();

@@ -432,6 +432,7 @@ void Holder::run()
         if (ConfigReloadPending) {
             ConfigReloadPending = false;
             ProcessConfigFile(PGC_SIGHUP);
+            redeclare();  // shards no longer declared stop at once, whatever etcd does
         }
         if (!RecoveryInProgress()) {
             try {

@@ -107,6 +107,7 @@ private:
     void release_batch(const std::vector<int>& batch);
     void lose_values();
     void declare_values();
+    void redeclare();
     // What the node holds, re-confirmed with every renewal
     // (src/pg/coord/confirm.cpp; the rules: src/core/coord/recheck.hpp).
     void confirm_values();

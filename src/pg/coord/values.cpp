@@ -90,6 +90,18 @@ void Holder::serve_values()
     const int64_t forgotten_ms = int64_t(etcd_wait_ms) + 1000;
     const int64_t idle_ms = int64_t(shard_idle_release_s) * 1000;
     std::vector<int> to_claim, bounds, undeclared;
+    // Never claimed while shardid.shards, as this node last read it, does
+    // not list it (a range moved away: backends whose statements began
+    // before the reload still ask): refused at once instead.
+    const std::vector<coord::ShardRange>& declaration = shard_declaration().set;
+    const auto outside = [&](const ShardClaim& e, uint64_t key) {
+        return !e.own_id.load() && !declaration.empty() && !coord::shard_set_contains(declaration, claim_value(key));
+    };
+    const auto refuse_undeclared = [&](ShardClaim& e) {
+        set_note(e, "shardid.shards does not list it");
+        e.state.store(int(ClaimState::undeclared), std::memory_order_release);
+        ConditionVariableBroadcast(&coord_shared().changed);
+    };
     for (int i = 0; i < t->size && held_ >= 0; i++) {
         ShardClaim& e = t->entries[i];
         const uint64_t key = e.key.load(std::memory_order_acquire);
@@ -107,14 +119,24 @@ void Holder::serve_values()
         case ClaimState::wanted:
             if (forgotten)
                 free_entry(e);
+            else if (outside(e, key))
+                refuse_undeclared(e);
             else if (now >= w.not_before_ms)
                 to_claim.push_back(i);
+            break;
+        case ClaimState::undeclared:
+            if (forgotten)
+                free_entry(e);
+            else if (!outside(e, key))
+                e.state.store(int(ClaimState::wanted), std::memory_order_release);  // declared again
             break;
         case ClaimState::busy:
         case ClaimState::refused:
         case ClaimState::ahead:
             if (forgotten)
                 free_entry(e);
+            else if (outside(e, key))
+                refuse_undeclared(e);
             else if (now >= w.next_try_ms) {
                 // A declared value held elsewhere (a range moving here, its
                 // old node not yet done) is asked for every second: a node
@@ -145,7 +167,11 @@ void Holder::serve_values()
             break;
         }
         case ClaimState::releasing:
-            if (in_budget && release_shard(i))
+            // No longer declared (stopped at the reload, redeclare()): given
+            // back with the others, cleanly; never claimed again while so.
+            if (e.undeclared.load() && !e.own_id.load())
+                undeclared.push_back(i);
+            else if (in_budget && release_shard(i))
                 w.not_before_ms = now + handover_pause_ms;
             break;
         }
@@ -165,27 +191,57 @@ void Holder::serve_values()
 // idleness; a value no longer declared after a reload (a range moved to
 // another node) is given back cleanly, so that the node it moves to
 // continues above its IDs.
+// A new shardid.shards (a reload; called at once from the worker's loop,
+// and from every round): values held no longer declared stop at once, in
+// every backend, running statements included (their next ID sees the new
+// generation and the entry refused), and go back cleanly in etcd
+// (serve_values()); those still declared stay.
+void Holder::redeclare()
+{
+    ShardClaims* t = shard_claims();
+    if (t == nullptr)
+        return;
+    const ShardDeclaration& declaration = shard_declaration();
+    if (declared_generation_ == declaration.generation)
+        return;
+    const std::vector<coord::ShardRange>& declared = declaration.set;
+    const bool first = declared_generation_ == 0;
+    declared_generation_ = declaration.generation;
+    declared_done_.assign(size_t(max_slots), 0);
+    declared_full_ = false;
+    int64_t stopped = 0;
+    for (int i = 0; i < t->size; i++) {
+        ShardClaim& e = t->entries[i];
+        const uint64_t key = e.key.load();
+        if (key == 0 || e.own_id.load())
+            continue;
+        const bool in = !declared.empty() && coord::shard_set_contains(declared, claim_value(key));
+        e.declared.store(in);
+        e.undeclared.store(!declared.empty() && !in);
+        const auto state = ClaimState(e.state.load());
+        if (!declared.empty() && !in && (state == ClaimState::held || state == ClaimState::taking_over)) {
+            // As release_shard() does: no ID with it from here on.
+            e.state.store(int(ClaimState::releasing), std::memory_order_seq_cst);
+            e.generation.fetch_add(1, std::memory_order_seq_cst);
+            stopped++;
+        }
+    }
+    if (stopped > 0) {
+        ConditionVariableBroadcast(&coord_shared().changed);
+        ereport(LOG, (errmsg("shardid coordinator: shardid.shards = '%s' no longer lists %lld shard values this node "
+                             "held: they are no longer used, and are given back",
+                             shards_setting ? shards_setting : "", (long long)stopped)));
+    } else if (!first) {
+        ereport(LOG, (errmsg("shardid coordinator: shardid.shards = '%s' read", shards_setting ? shards_setting : "")));
+    }
+}
+
 void Holder::declare_values()
 {
     ShardClaims* t = shard_claims();
-    const ShardDeclaration& declaration = shard_declaration();
-    const std::vector<coord::ShardRange>& declared = declaration.set;
+    redeclare();
+    const std::vector<coord::ShardRange>& declared = shard_declaration().set;
     const int n_slots = shared->n_used.load(std::memory_order_acquire);
-    if (declared_generation_ != declaration.generation) {
-        declared_generation_ = declaration.generation;
-        declared_done_.assign(size_t(max_slots), 0);
-        declared_full_ = false;
-        // Values held no longer declared go back; those still declared stay.
-        for (int i = 0; i < t->size; i++) {
-            ShardClaim& e = t->entries[i];
-            const uint64_t key = e.key.load();
-            if (key == 0 || e.own_id.load())
-                continue;
-            const bool in = !declared.empty() && coord::shard_set_contains(declared, claim_value(key));
-            e.declared.store(in);
-            e.undeclared.store(!declared.empty() && !in);
-        }
-    }
     if (declared.empty())
         return;
     // The spaces in which an explicit shard is in use.

@@ -22,6 +22,23 @@ namespace {
 
 uint32 next_tick_event = 0;  // the wait event of a backend waiting for the next tick
 
+// A wait for the next tick that the clock did not begin: longer than
+// shardid.etcd_wait.
+Status next_tick_too_far(const Layout& layout, const LatchClock& clock)
+{
+    const int64_t in_ms = clock.wanted_ms - clock.now_ms();
+    return Status::fail(Error::wait_exceeded, "the next ID of layout %s comes in its next tick, in %.1f s", layout.name,
+                        double(in_ms) / 1000)
+        .with_detail("The layout's tick in progress is used up: by this node's IDs, or by another holder's of the "
+                     "shard, which a claim continues above (a layout whose ticks are longer than a second continues "
+                     "in the tick after its previous holder's, or after the tick in which etcd's history settled). "
+                     "With node ids from etcd no generator waits longer than shardid.etcd_wait (%d ms).",
+                     etcd_wait_ms)
+        .with_hint("Try again once the next tick has begun (%s), raise shardid.etcd_wait, or use a layout with "
+                   "shorter ticks.",
+                   utc_text(clock.wanted_ms).text);
+}
+
 }  // namespace
 
 Datum generate(FunctionCallInfo fcinfo, const Layout& layout, SlotState*& slot_cache, ShardFrom shard_from)
@@ -54,6 +71,8 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     if ((shard_given || from_node) && coord_enabled())
         set_claim_caller(superuser());
     TimestampTz waiting_since = 0;  // for the node-id source (0: not waiting)
+    // With node ids from etcd, a wait for the next tick is bounded too.
+    LatchClock clock{{clock_offset_ms, coarse}, tick_wait, coord_enabled() ? int64_t(etcd_wait_ms) : 0};
     for (;;) {
         source.refresh();
         Status status;
@@ -81,8 +100,12 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
                 *outer.shard = field;
                 field = 0;
             }
-            LatchClock clock{{clock_offset_ms, coarse}, tick_wait};
-            return next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word);
+            clock.wanted_ms = 0;
+            if (next_id(layout, slot, clock, max_clock_lead_ms, field, &id, &status, &tick_ms, &word))
+                return true;
+            if (clock.wanted_ms != 0)
+                status = next_tick_too_far(layout, clock);
+            return false;
         });
         if (ok) {
             // Never hand out an ID the persisted node state does not cover,
@@ -123,6 +146,10 @@ bool LatchClock::pause(int64_t ms_left) const
 {
     if (INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED())
         return false;
+    if (max_wait_ms > 0 && ms_left > max_wait_ms) {
+        wanted_ms = now_ms() + ms_left;
+        return false;
+    }
     if (ms_left > 1) {
         const int rc =
             WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, long(ms_left - 1), wait_event);

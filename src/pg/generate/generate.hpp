@@ -57,8 +57,16 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
 // (on PostgreSQL 17 making it can ereport), so that pause() calls nothing
 // that can. WaitLatch() itself does not ereport; on postmaster death it
 // exits the process (WL_EXIT_ON_PM_DEATH).
+//
+// With node ids from etcd no generator waits longer than shardid.etcd_wait
+// for anything (docs/coordination.md, "What a generator does without a
+// claim"): a wait for the next tick longer than `max_wait_ms` (0: no bound)
+// is not begun; pause() gives up at once and keeps when the tick comes
+// (`wanted_ms`), for generate_raw()'s error.
 struct LatchClock : SystemClock {
     uint32_t wait_event;
+    int64_t max_wait_ms = 0;
+    mutable int64_t wanted_ms = 0;  // a wait given up for its length: the wall ms it waited for (0: none)
     bool pause(int64_t ms_left) const;
 };
 static_assert(std::is_trivially_destructible_v<LatchClock>,

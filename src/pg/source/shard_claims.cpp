@@ -197,8 +197,9 @@ Status full_table(FullShare full)
 
 const char* claim_state_name(ClaimState s)
 {
-    static const char* const names[] = {"free",    "claiming",    "held",      "held elsewhere",
-                                        "refused", "taking over", "releasing", "ahead of the clock"};
+    static const char* const names[] = {"free",        "claiming",  "held",
+                                        "held elsewhere", "refused", "taking over",
+                                        "releasing",   "ahead of the clock", "not declared"};
     return names[int(s)];
 }
 
@@ -300,6 +301,20 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
                 e.used_ms.store(now, std::memory_order_relaxed);
         }
         return true;
+    }
+    // Not one of this node's shards as the coordinator read shardid.shards
+    // at the last reload (a range moved away while this statement runs on
+    // the setting it began with): refused at once, never asked for.
+    if (state == ClaimState::undeclared || (state == ClaimState::releasing && e.undeclared.load())) {
+        last_refusal = int(ClaimRefusal::outside_shards);
+        e.wanted_ms.store(fence_clock_ms(), std::memory_order_relaxed);
+        *status =
+            Status::fail(Error::not_configured, "shard %llu is not one of this node's shards",
+                         (unsigned long long)value)
+                .with_detail("shardid.shards, as this node read it at its last reload, does not list it (a range "
+                             "of shards moved to another node); an ID with it could equal one its new owner issues.")
+                .with_hint("Write this shard's rows on the node that owns it now.");
+        return false;
     }
     // Not held: ask the coordinator for it.
     e.wanted_ms.store(fence_clock_ms(), std::memory_order_relaxed);

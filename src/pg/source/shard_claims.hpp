@@ -37,6 +37,7 @@ enum class ClaimState : int {
     taking_over,  // claimed; its previous holder did not release it: waiting out that holder's fence
     releasing,    // being given back (idle, asked, or the claim of the node id lost)
     ahead,        // its previous holder's IDs lie beyond shardid.max_clock_lead of this node's clock (note: how far)
+    undeclared,   // shardid.shards, as the coordinator last read it, does not list it: never claimed
 };
 const char* claim_state_name(ClaimState s);
 
