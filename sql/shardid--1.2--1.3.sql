@@ -39,3 +39,11 @@ WHERE k.made_by_install
 COMMENT ON COLUMN shardid_key.from_coordinator IS
     'on a Citus worker: sent by the coordinator, which replaces it when its own changes (shardid_sync_keys()), '
     'or made by the CREATE EXTENSION the coordinator sent';
+
+-- A value shardid.shards no longer lists after a reload is refused at once
+-- (state "not declared").
+COMMENT ON FUNCTION shardid_shard_claims() IS
+    'node ids from etcd: every shard field value this node holds, claims or is refused: the layout that first used '
+    'it, its claim space, the shard, the state (claiming, held, held elsewhere, refused, taking over, releasing, ahead of the clock, not declared), '
+    'whether it is the node''s own id, the mark it was claimed above, since when it is held, when an ID last used '
+    'it, and another holder or what is wrong; superusers and pg_monitor';

@@ -1071,7 +1071,7 @@ REVOKE EXECUTE ON FUNCTION shardid_shard_claims() FROM PUBLIC;
 GRANT EXECUTE ON FUNCTION shardid_shard_claims() TO pg_monitor;
 COMMENT ON FUNCTION shardid_shard_claims() IS
     'node ids from etcd: every shard field value this node holds, claims or is refused: the layout that first used '
-    'it, its claim space, the shard, the state (claiming, held, held elsewhere, refused, taking over, releasing, ahead of the clock), '
+    'it, its claim space, the shard, the state (claiming, held, held elsewhere, refused, taking over, releasing, ahead of the clock, not declared), '
     'whether it is the node''s own id, the mark it was claimed above, since when it is held, when an ID last used '
     'it, and another holder or what is wrong; superusers and pg_monitor';
 CREATE FUNCTION shardid_shard_refusals(OUT cause text, OUT refusals bigint)

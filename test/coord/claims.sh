@@ -20,7 +20,7 @@
 #   4 etcd paused 5 s (the lease's TTL 10 s): one insert every 50 ms with
 #     layouts of 1-second and 2-second ticks, each on the node's own id:
 #     none slower than 100 ms (issue 57: 2.9 s with 2-second ticks).
-#   5 a re-check that cannot be made (etcd's watch held unanswered): the
+#   5 a re-check that cannot be made (etcd's watch, and the listing instead, held unanswered): the
 #     values stop at the fence of the last renewal confirmed, the state
 #     says so, the counter counts it, and IDs resume once it can be made.
 #   6 etcd compacted its history past the last check: a key deleted by hand
@@ -249,7 +249,7 @@ if want 5; then
     check "node f issues while its re-checks are made" "1000" \
         "$(q f -c "SELECT count(DISTINCT next_instagram_id(7)) FROM generate_series(1, 1000)")"
     touch "$gate"
-    wait_state f unconfirmed 10 && pass "etcd's watch held unanswered: the state turns \"unconfirmed\"" ||
+    wait_state f unconfirmed 10 && pass "etcd's watch and the listing instead held unanswered: the state turns \"unconfirmed\"" ||
         fail "the state did not turn unconfirmed: $(q f -c "SELECT state, issuing_until - now(), last_error FROM shardid_coordination()")"
     check "... generators fail with 55000, saying why" "55000: this node could not re-confirm its shard values in etcd" \
         "$(q_err f "SELECT next_instagram_id(7)")"

@@ -138,7 +138,7 @@ fi
 # --- 5: a mark equal to one of this node's own windows, written by another -------
 if section 5; then
 q k1 -c "SELECT create_layout('per_minute', '2024-01-01', '1 minute', 30, 10, 23)" >/dev/null
-q k1 -c "SELECT next_id('per_minute')" >/dev/null
+q k1 -c "SET shardid.etcd_wait = '70s'" -c "SELECT next_id('per_minute')" >/dev/null
 own=$(ectl get --print-value-only "$PREFIX/mark/41" | cut -d' ' -f1)
 lines=$(log_of k1 | grep -c "issuing IDs with node id 41")
 # One transaction: the mark gets that value (written by someone else), and
@@ -161,7 +161,9 @@ if section 6; then
 node_up r1 $((base + 33)) "" "shardid.node_id = 43" || stop_suite "r1 did not start"
 wait_state r1 held 10 || stop_suite "r1 did not claim 43"
 q r1 -c "SELECT create_layout('per_minute', '2024-01-01', '1 minute', 30, 10, 23)" >/dev/null
-q r1 -c "SELECT next_id('per_minute')" >/dev/null
+# On a new prefix its first ID comes in the minute after the history
+# settled: waited for (shardid.etcd_wait bounds a wait for the next tick).
+q r1 -c "SET shardid.etcd_wait = '70s'" -c "SELECT next_id('per_minute')" >/dev/null
 cluster_stop "${dir_of[r1]}" fast
 for i in 1 2 3; do
     node_start r1 || fail "r1 did not restart ($i)"
@@ -180,7 +182,7 @@ copy=$(pg_tmpdir); coord_dirs+=("$copy"); dir_of[r2]=$copy; port_of[r2]=$((base 
 as_pg cp -a "${dir_of[r1]}/data" "$copy/data"
 echo "unix_socket_directories = '$copy'" | as_pg tee -a "$copy/data/postgresql.conf" >/dev/null
 node_start r1 && wait_state r1 held 10 || stop_suite "the first copy did not claim"
-q r1 -c "SELECT next_id('per_minute')" >/dev/null
+q r1 -c "SET shardid.etcd_wait = '70s'" -c "SELECT next_id('per_minute')" >/dev/null
 kill9 r1
 node_start r2 || stop_suite "the second copy did not start"
 wait_state r2 held 20 || stop_suite "the second copy did not claim"

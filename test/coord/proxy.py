@@ -14,8 +14,9 @@
                                   measure of what a node asks etcd)
   proxy.py PORT watchgate TARGET_PORT FLAG
                                   forwards HTTP requests to etcd one per connection; while the
-                                  file FLAG exists, a watch request (/v3/watch) is held unanswered
-                                  (a re-check that cannot be made)
+                                  file FLAG exists, a watch request (/v3/watch) and a listing of
+                                  keys only (the re-check's other way) are held unanswered (a
+                                  re-check that cannot be made)
 """
 import socket
 import sys
@@ -117,7 +118,8 @@ def watchgate(conn):
             if k != "connection":
                 head.append(h)
         body = f.read(length)
-        if path == "/v3/watch" and os.path.exists(sys.argv[4]):
+        listing = path == "/v3/kv/range" and b'"keys_only":true' in body.replace(b" ", b"")
+        if (path == "/v3/watch" or listing) and os.path.exists(sys.argv[4]):
             hung.append(conn)
             return
         up = socket.create_connection(("127.0.0.1", int(sys.argv[3])))

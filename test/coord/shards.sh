@@ -172,7 +172,10 @@ if want 2; then
     # A one-minute layout: the next holder continues in the same minute.
     q c -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
     q d -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
-    c_max=$(q c -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    # On a new prefix a one-minute layout's first IDs come in the minute
+    # after the history settled: waited for (shardid.etcd_wait bounds a
+    # wait for the next tick).
+    c_max=$(q c -c "SET shardid.etcd_wait = '70s'" -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
     q c -c "SELECT shardid_release_shard('minute', 5)" >/dev/null
     read -r d_min took <<<"$(q d -F' ' -c "SELECT min(id), round(extract(epoch FROM clock_timestamp() - now()) * 1000)
         FROM (SELECT next_id('minute', 5) AS id FROM generate_series(1, 1000)) s")"
@@ -201,7 +204,7 @@ if want 3; then
     # clock, found by CI); this section checks "above", so f may lead that
     # far, as the nemesis run's nodes may. The default refuses it (55000).
     echo "shardid.max_clock_lead = '120s'" | as_pg tee -a "$backup/data/postgresql.conf" >/dev/null
-    q e -c "CREATE TABLE m (id bigint)" -c "CREATE TABLE i (id bigint)" \
+    q e -c "CREATE TABLE m (id bigint)" -c "CREATE TABLE i (id bigint)" -c "SET shardid.etcd_wait = '70s'" \
         -c "INSERT INTO m SELECT next_id('minute', 5) FROM generate_series(1, 2000)" \
         -c "INSERT INTO i SELECT next_instagram_id(5) FROM generate_series(1, 3000)"
     q e -c "COPY m TO STDOUT" >"$work/e-m"
@@ -212,7 +215,7 @@ if want 3; then
     wait_state f held 15 || fail "the restored backup claimed no id"
     check "the restored backup takes another node id at once (the crashed node's lease still holds its id)" "t" \
         "$(q f -c "SELECT node_id <> $e_id FROM shardid_coordination()")"
-    q f -c "CREATE TABLE m2 (id bigint)" -c "CREATE TABLE i2 (id bigint)" -c "SET shardid.etcd_wait = '20s'" \
+    q f -c "CREATE TABLE m2 (id bigint)" -c "CREATE TABLE i2 (id bigint)" -c "SET shardid.etcd_wait = '70s'" \
         -c "INSERT INTO m2 SELECT next_id('minute', 5) FROM generate_series(1, 2000)" \
         -c "INSERT INTO i2 SELECT next_instagram_id(5) FROM generate_series(1, 3000)"
     q f -c "CREATE TABLE me (id bigint)" -c "CREATE TABLE ie (id bigint)"
@@ -313,7 +316,7 @@ if want 6; then
     wait_state x held 10 && wait_state y held 10 || stop_suite "the nodes did not claim their ids"
     for n in x y; do q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null; done
     x_max=$(q x -c "SELECT max(next_snowflake_id(5)) FROM generate_series(1, 1000)")
-    xm_max=$(q x -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
+    xm_max=$(q x -c "SET shardid.etcd_wait = '70s'" -c "SELECT max(next_id('minute', 5)) FROM generate_series(1, 1000)")
     kill9 x
     # y's claim waits out x's fence ("taking over"); its caller gives up
     # first, and y restarts cleanly before any ID of the shard.
@@ -345,7 +348,7 @@ if want 7; then
     node_up u $((base + 12)) "" "shardid.node_id = 30" "shardid.clock_offset_ms = 60000" || stop_suite "node u did not start"
     wait_state u held 10 || stop_suite "node u did not claim id 30"
     q u -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
-    u_max=$(q u -c "SELECT max(next_id('minute')) FROM generate_series(1, 1000)")
+    u_max=$(q u -c "SET shardid.etcd_wait = '70s'" -c "SELECT max(next_id('minute')) FROM generate_series(1, 1000)")
     cluster_stop "${dir_of[u]}" fast
     node_up v $((base + 13)) "" "shardid.node_id = 30" "shardid.max_clock_lead = 180s" || stop_suite "node v did not start"
     wait_state v held 10 || fail "node v did not take id 30"
@@ -451,7 +454,7 @@ if want 10; then
     for n in j n; do
         q $n -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" -c "CREATE TABLE t (id bigint)" >/dev/null
     done
-    q j -c "INSERT INTO t SELECT next_id('minute', 5) FROM generate_series(1, 3000)" \
+    q j -c "SET shardid.etcd_wait = '70s'" -c "INSERT INTO t SELECT next_id('minute', 5) FROM generate_series(1, 3000)" \
         -c "INSERT INTO t SELECT next_id('minute') FROM generate_series(1, 3000)"
     while :; do s=$((10#$(date +%S))); [ "$s" -ge 5 ] && [ "$s" -le 35 ] && break; sleep 0.5; done
     q j -c "INSERT INTO t SELECT next_id('minute', 5) FROM generate_series(1, 3000)" \

@@ -201,7 +201,7 @@ def overlaps(o, f):
 RESTART_S = 3.0  # a server start, crash recovery included, on this machine
 TICK_S = 60.0  # the minute layout's tick
 # Faults after which a node claims anew (etcd losing its data: every node).
-RECLAIM = {"kill-holder", "kill-node", "clock-restart", "delete-prefix", "replace-etcd"}
+RECLAIM = {"kill-holder", "kill-node", "clock-restart", "delete-prefix", "replace-etcd", "restore-snapshot"}
 
 
 def counts(ops, faults, width=22):

@@ -3,7 +3,9 @@
 
 The system: four PostgreSQL nodes with node ids from etcd (n1 and n2 with
 `node_id = -1`; n3 and n4 both ask for node id 7, so the claim changes
-hands; n4's clock runs 30 s behind), a three-member etcd, and every link a
+hands; n4's clock runs 30 s behind; n1's lease TTL is 3 s, the others' 5 s,
+so the history n1 makes after etcd lost its data must settle for the
+others' TTL), a three-member etcd, and every link a
 client or a node uses through a TCP proxy of this process that the nemesis
 can cut in one direction or both (client -> node, node -> each etcd member).
 Clients, two per node, call the generators of seven schemes (and, on n1
@@ -17,8 +19,10 @@ the value and the node id it carries, failed, or unknown).
 The nemesis follows a schedule drawn from --seed before the run: faults
 that overlap, each printed as `fault KIND TARGET at T for D` when it
 starts; and, at fixed points, etcd losing its data under the live nodes:
-the prefix deleted (`delete-prefix`), and etcd replaced by a new, empty
-cluster on the same endpoints (`replace-etcd`). Afterwards
+the prefix deleted (`delete-prefix`), etcd replaced by a new, empty
+cluster on the same endpoints (`replace-etcd`), and etcd restored from a
+snapshot at least 10 s old (`restore-snapshot`: the nemesis saves one
+every 5 s). Afterwards
 test/nemesis/checker.py judges the whole history.
 
 Controls: --control same-id gives n3 and n4 node id 7 by setting;
@@ -50,6 +54,9 @@ ROOT = os.getuid() == 0
 # holds a port the run must listen on.
 BASE = int(os.environ.get("NEMESIS_PORT", "27100"))
 LEASE_TTL_S = 5
+# n1's lease TTL: shorter than the others', so that a history it makes
+# after etcd lost its data settles for theirs (docs/coordination.md).
+SHORT_TTL_NODE, SHORT_TTL_S = "n1", 3
 ETCD_WAIT_S = 5
 OP_TIMEOUT_S = 8.0
 RATE = 60  # operations a second per client, at most
@@ -60,10 +67,14 @@ MEMBERS = ["e1", "e2", "e3"]
 # twice in every run (the second hands it back).
 KINDS = ["partition-etcd", "partition-client", "pause-node", "pause-coordinator", "pause-etcd", "kill-node",
          "kill-etcd", "kill-etcd-leader", "clock-restart"]
-# etcd losing its data (docs/coordination.md, "etcd loses its data"): twice
-# in a run of a minute or more, every 300 s of a long one; each lasts as
-# long as the history's settling (a lease TTL and its margin) and a bit.
-LOSSES = ["delete-prefix", "replace-etcd"]
+# etcd losing its data (docs/coordination.md, "etcd loses its data"), or
+# restored from an older snapshot ("etcd restored from a backup"): each
+# once in a run of a minute or more, in turn every 300 s of a long one;
+# each lasts as long as the history's settling (a lease TTL and its margin)
+# and a bit.
+LOSSES = ["delete-prefix", "replace-etcd", "restore-snapshot"]
+SNAPSHOT_EVERY_S = 5
+SNAPSHOT_AGE_S = 10
 LOSS_S = LEASE_TTL_S + 1 + 2
 
 
@@ -176,6 +187,8 @@ class Etcd:
         self.peer = {m: BASE + 11 + 2 * i for i, m in enumerate(MEMBERS)}
         self.proc = {}
         self.cluster = ",".join(f"{m}=http://127.0.0.1:{self.peer[m]}" for m in MEMBERS)
+        self.snapshots = []  # (monotonic time taken, file)
+        self.snapshot_lock = threading.Lock()
 
     def start(self, m, state="new"):
         if self.alive(m):
@@ -235,14 +248,63 @@ class Etcd:
     def replace(self):
         """A new, empty cluster on the same endpoints: every member killed,
         its data gone, and started again as a new cluster."""
-        for m in MEMBERS:
-            self.kill(m)
-        for m in MEMBERS:
-            shutil.rmtree(os.path.join(self.work, f"etcd-{m}"), ignore_errors=True)
-        for m in MEMBERS:
-            self.start(m, "new")
+        with self.snapshot_lock:
+            for m in MEMBERS:
+                self.kill(m)
+            for m in MEMBERS:
+                shutil.rmtree(os.path.join(self.work, f"etcd-{m}"), ignore_errors=True)
+            for m in MEMBERS:
+                self.start(m, "new")
         if not self.healthy(30):
             print("# replace-etcd: the new cluster is not healthy", flush=True)
+
+    def save_snapshots(self, stop):
+        """A snapshot of etcd every SNAPSHOT_EVERY_S seconds, as an operator's
+        backup would be taken (the newest few kept)."""
+        n = 0
+        while not stop.wait(SNAPSHOT_EVERY_S):
+            live = [m for m in MEMBERS if self.alive(m)]
+            if not live:
+                continue
+            path = os.path.join(self.work, f"snapshot-{n}.db")
+            with self.snapshot_lock:
+                r = run(["etcdctl", f"--endpoints=http://127.0.0.1:{self.port[live[0]]}", "--command-timeout=5s",
+                         "snapshot", "save", path], timeout=10)
+            if r.returncode == 0:
+                self.snapshots.append((now(), path))
+                n += 1
+            for _, old in self.snapshots[:-8]:
+                try:
+                    os.remove(old)
+                except OSError:
+                    pass
+            self.snapshots = self.snapshots[-8:]
+
+    def restore(self):
+        """etcd restored from a snapshot at least SNAPSHOT_AGE_S old: every
+        member killed, its data replaced by the snapshot's (the same
+        cluster token: the same cluster id), and started again."""
+        old = [s for s in self.snapshots if s[0] <= now() - SNAPSHOT_AGE_S]
+        if not old:
+            print("# restore-snapshot: no snapshot old enough; etcd replaced instead", flush=True)
+            return self.replace()
+        taken, path = old[-1]
+        print(f"# restore-snapshot: the snapshot of {now() - taken:.1f} s ago", flush=True)
+        with self.snapshot_lock:
+            for m in MEMBERS:
+                self.kill(m)
+            for m in MEMBERS:
+                d = os.path.join(self.work, f"etcd-{m}")
+                shutil.rmtree(d, ignore_errors=True)
+                r = run(["etcdctl", "snapshot", "restore", path, "--name", m, "--data-dir", d, "--initial-cluster",
+                         self.cluster, "--initial-advertise-peer-urls", f"http://127.0.0.1:{self.peer[m]}"],
+                        timeout=30, env={**os.environ, "ETCDCTL_API": "3"})
+                if r.returncode != 0:
+                    print(f"# restore-snapshot {m}: {r.stdout.strip()[-200:]}", flush=True)
+            for m in MEMBERS:
+                self.start(m, "new")
+        if not self.healthy(30):
+            print("# restore-snapshot: the restored cluster is not healthy", flush=True)
 
     def kill(self, m):
         if self.alive(m):
@@ -274,7 +336,8 @@ class Node:
         else:
             source = ["shardid.node_id_source = etcd",
                       "shardid.etcd_endpoints = '%s'" % ",".join(f"http://127.0.0.1:{p.port}" for p in etcd_proxies),
-                      "shardid.etcd_prefix = '/nemesis'", f"shardid.etcd_lease_ttl = {LEASE_TTL_S}s",
+                      "shardid.etcd_prefix = '/nemesis'",
+                      f"shardid.etcd_lease_ttl = {SHORT_TTL_S if name == SHORT_TTL_NODE else LEASE_TTL_S}s",
                       f"shardid.etcd_wait = {ETCD_WAIT_S}s",
                       "shardid.node_id = %d" % (7 if name in ("n3", "n4") else -1)]
         conf = ["listen_addresses = '127.0.0.1'", f"port = {self.port}", f"unix_socket_directories = '{self.dir}'",
@@ -577,7 +640,7 @@ def schedule(seed, seconds):
     # in a long one; never while node id 7's holder may be down (its
     # restart waits for the other contender to hold the id, a few seconds), a
     # node down while the new history settles cannot re-publish what it knows.
-    losses = ([0.7 * seconds, 0.85 * seconds] if seconds >= 60 else []) if seconds < 600 else list(
+    losses = ([0.66 * seconds, 0.77 * seconds, 0.88 * seconds] if seconds >= 60 else []) if seconds < 600 else list(
         range(150, seconds - 60, 300))
 
     def clear(t):
@@ -585,7 +648,7 @@ def schedule(seed, seconds):
             t += 1
         return t
     losses = [t for t in map(clear, losses) if t + LOSS_S + 2 < seconds]
-    forced += [{"t": round(t, 2), "kind": LOSSES[i % 2], "target": "etcd-data", "d": float(LOSS_S)}
+    forced += [{"t": round(t, 2), "kind": LOSSES[i % len(LOSSES)], "target": "etcd-data", "d": float(LOSS_S)}
                for i, t in enumerate(losses)]
     def clash(f):
         near = [g for g in forced if f["t"] < g["t"] + g["d"] + 2 and f["t"] + f["d"] + 2 > g["t"]]
@@ -656,6 +719,8 @@ class Nemesis:
             self.etcd.delete_prefix()
         elif kind == "replace-etcd":
             self.etcd.replace()
+        elif kind == "restore-snapshot":
+            self.etcd.restore()
         elif kind == "kill-holder":
             holder = next((n for n in ("n3", "n4") if self.holds(n)), None)
             f["target"] = f"holder-7={holder}"
@@ -768,6 +833,7 @@ def main():
             c.start()
         if args.control == "no-mark":
             threading.Thread(target=etcd.delete_marks, args=(stop,), daemon=True).start()
+        threading.Thread(target=etcd.save_snapshots, args=(stop,), daemon=True).start()
         queue = list(plan)
         while now() - start < args.seconds:
             t = now() - start

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The nemesis run as the test command runs it: 90 seconds with a fixed seed
-# (at least 5 kinds of fault, etcd losing its data twice, no anomaly), then
+# (at least 5 kinds of fault, etcd losing its data twice and restored from
+# an older snapshot once, no anomaly), then
 # each negative control for 40 seconds (each must find anomalies; node id
 # 7's second holder then holds it for some seconds, even when an etcd
 # leader change extends the first one's lease). One PASS/FAIL line per
@@ -23,8 +24,9 @@ judge() {  # NAME EXPECT(clean|anomalies) ARGS...
         [ "$rc" = 0 ] && [ "${anomalies:-x}" = 0 ] && pass "$name: $last" || fail "$name: exit $rc, $last"
         [ "${kinds:-0}" -ge 5 ] && pass "$name: $kinds kinds of fault" || fail "$name: only ${kinds:-0} kinds of fault"
         grep -q '^  delete-prefix  *1$' <<<"$out" && grep -q '^  replace-etcd  *1$' <<<"$out" &&
-            pass "$name: etcd lost its data twice (the prefix deleted, then replaced by an empty cluster)" ||
-            fail "$name: etcd did not lose its data twice"
+            grep -q '^  restore-snapshot  *1$' <<<"$out" &&
+            pass "$name: etcd lost its data twice (the prefix deleted, then replaced by an empty cluster) and was restored from an older snapshot" ||
+            fail "$name: etcd did not lose its data twice and was not restored from a snapshot"
         [ "${ops:-0}" -ge 5000 ] && pass "$name: ${ops} operations checked" || fail "$name: only ${ops:-0} operations"
     else
         [ "$rc" = 0 ] && [ "${anomalies:-0}" -gt 0 ] && pass "$name finds anomalies: $last" ||

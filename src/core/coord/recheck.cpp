@@ -9,6 +9,49 @@ std::string ping_key(const std::string& prefix, const std::string& lease) { retu
 std::string watched_key(const std::string& prefix) { return prefix + "/shard/"; }
 std::string watched_end(const std::string& prefix) { return prefix + "/shard0"; }
 
+namespace {
+
+// Digits at `at`, at least one, at most 20: moves `at` past them.
+bool digits(const std::string& s, size_t* at)
+{
+    const size_t from = *at;
+    while (*at < s.size() && s[*at] >= '0' && s[*at] <= '9' && *at - from < 20)
+        ++*at;
+    return *at > from;
+}
+
+}  // namespace
+
+bool shardid_key(const std::string& prefix, const std::string& key)
+{
+    const std::string head = watched_key(prefix);
+    if (key.compare(0, head.size(), head) != 0)
+        return false;
+    size_t at = head.size();
+    if (key.compare(at, 2, "~/") == 0) {
+        at += 2;
+        return digits(key, &at) && at == key.size();
+    }
+    // e<epoch>u<unit>t<time>s<shard>q<sequence>[w][f<first>]/<value>
+    for (const char c : {'e', 'u', 't', 's', 'q'}) {
+        if (at >= key.size() || key[at] != c)
+            return false;
+        ++at;
+        if (c == 'e' && at < key.size() && key[at] == '-')
+            ++at;  // an epoch before 1970
+        if (!digits(key, &at))
+            return false;
+    }
+    if (at < key.size() && key[at] == 'w')
+        ++at;
+    if (at < key.size() && key[at] == 'f' && !(++at, digits(key, &at)))
+        return false;
+    if (at >= key.size() || key[at] != '/')
+        return false;
+    ++at;
+    return digits(key, &at) && at == key.size();
+}
+
 void HeldKeys::reset(uint64_t cluster_id, int64_t revision)
 {
     keys_.clear();

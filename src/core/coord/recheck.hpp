@@ -36,6 +36,12 @@ std::string ping_key(const std::string& prefix, const std::string& lease);
 // The range every holder watches: [<prefix>/shard/, <prefix>/shard0).
 std::string watched_key(const std::string& prefix);
 std::string watched_end(const std::string& prefix);
+// Whether a key of the watched range is one shardid writes: a ping
+// (<prefix>/shard/~/<lease>) or a claim (<prefix>/shard/<space>/<value>,
+// the space as coord::space_name() writes it). Anything else there (keys
+// written by hand, another program's) only makes the re-check's watch
+// longer: it is named when the watch cannot be read.
+bool shardid_key(const std::string& prefix, const std::string& key);
 
 class HeldKeys {
 public:

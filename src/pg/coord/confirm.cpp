@@ -97,7 +97,9 @@ bool Holder::recheck(std::string* why, bool* start_over)
         // pages at one revision, and compare. What the watch judged before
         // it failed stands (values it found lost are stopped below).
         const bool transport = !watched && client_.last_failure() == etcd::Failure::transport;
-        if (!list_held(&lost, why)) {
+        int64_t foreign = 0;
+        std::string example;
+        if (!list_held(&lost, &foreign, &example, why)) {
             *why = (watched ? "could not list \"" + coord::watched_key(prefix_) + "\" after etcd compacted its history"
                             : "could not watch \"" + coord::watched_key(prefix_) + "\" from revision " +
                                   std::to_string(from) + " (" + watch_why + "), nor list it instead") +
@@ -110,15 +112,21 @@ bool Holder::recheck(std::string* why, bool* start_over)
                                  coord::watched_key(prefix_).c_str())));
         else if (!watch_failed_)
             // Once per episode: the cause, and what makes it go away.
-            ereport(LOG, (errmsg("shardid coordinator: the watch of \"%s\" from revision %lld could not be read: "
-                                 "%s; the %zu shard keys held were checked by a listing of keys instead",
-                                 coord::watched_key(prefix_).c_str(), (long long)from, watch_why.c_str(),
-                                 held_keys_.size() + lost.size()),
-                          errhint("%s", transport && watch_why.find(" MiB") == std::string::npos
-                                            ? "etcd answered the listing but not the watch in time: a slow etcd, or "
-                                              "many changes under the prefix."
-                                            : "Every key shardid writes under the prefix is under 300 bytes: remove "
-                                              "the keys under it that shardid does not write.")));
+            ereport(LOG,
+                    (errmsg("shardid coordinator: the watch of \"%s\" from revision %lld could not be read: %s; the "
+                            "%zu shard keys held were checked by a listing of keys instead%s",
+                            coord::watched_key(prefix_).c_str(), (long long)from, watch_why.c_str(),
+                            held_keys_.size() + lost.size(),
+                            foreign > 0 ? psprintf("; %lld keys there are not shardid's (such as \"%s\")",
+                                                   (long long)foreign, printable(example, 80).c_str())
+                                        : ""),
+                     errhint("%s", foreign > 0 || watch_why.find(" MiB") != std::string::npos
+                                       ? "Every key shardid writes under the prefix is under 300 bytes: remove the "
+                                         "keys under it that shardid does not write (they make every node's watch "
+                                         "long)."
+                                       : transport ? "etcd answered the listing but not the watch in time: a slow etcd, "
+                                                     "or many changes under the prefix."
+                                                   : "An answer that is not etcd's: see the endpoint's proxy, if any.")));
         watch_failed_ = !watched && checked;
     }
     ShardClaims* t = shard_claims();
@@ -139,9 +147,10 @@ bool Holder::recheck(std::string* why, bool* start_over)
 
 // Every key of the watched range, keys only, in pages at one revision: the
 // keys this lease holds are compared with what this node wrote
-// (coord::HeldKeys::full()). False (why) when it cannot be made, or etcd
-// listed a revision before one checked already.
-bool Holder::list_held(std::vector<int>* lost, std::string* why)
+// (coord::HeldKeys::full()), and the keys shardid never writes counted
+// (*foreign, the first in *example). False (why) when it cannot be made,
+// or etcd listed a revision before one checked already.
+bool Holder::list_held(std::vector<int>* lost, int64_t* foreign, std::string* example, std::string* why)
 {
     std::vector<etcd::KeyValue> mine;
     std::string from = coord::watched_key(prefix_);
@@ -158,9 +167,12 @@ bool Holder::list_held(std::vector<int>* lost, std::string* why)
         answered();
         if (at == 0)
             at = page.header.revision;
-        for (etcd::KeyValue& kv : page.kvs)
+        for (etcd::KeyValue& kv : page.kvs) {
+            if (!coord::shardid_key(prefix_, kv.key) && (*foreign)++ == 0)
+                *example = kv.key;
             if (kv.lease == lease_)
-                mine.push_back(std::move(kv));
+                mine.push_back(kv);
+        }
         if (!page.more || page.kvs.empty())
             break;
         from = page.kvs.back().key + std::string(1, '\0');
@@ -195,14 +207,13 @@ void Holder::confirm_values()
         SpinLockAcquire(&c.mutex);
         c.rechecks_failed++;
         SpinLockRelease(&c.mutex);
-        // etcd not answering is an outage like any other (its end logs how
-        // long it lasted); an answer that does not do is a condition of
-        // its own. Either way nothing is confirmed.
+        // A condition of its own, whatever failed: it lasts until a check
+        // succeeds (etcd may answer every other request meanwhile: a
+        // renewal came before it), and last_error says why until then.
+        // Nothing is confirmed.
         const std::string what = "the shard values this node holds could not be re-confirmed (they stop at the "
                                  "fence of the last renewal confirmed)";
-        if (client_.last_failure() == etcd::Failure::transport || client_.last_failure() == etcd::Failure::unauthorized)
-            failed(what, why);
-        else
+        if (!history_failure_)
             error(Condition::unconfirmed, what + ": " + why);
         if (start_over)
             went_back(why);  // its keys are not in this etcd: a new history

@@ -87,16 +87,20 @@ bool Holder::ensure_history()
                                      key.c_str())));
             continue;
         }
-        learn_fleet_ttl(h.ttl_ms);
+        // Raised to this node's own TTL; while it settles, to the longest
+        // this node knew under the history before (its writer may have
+        // known less: a node of that TTL may still issue under what etcd
+        // forgot until its fence).
         coord::History raised;
-        if (coord::history_extended(h, fleet_ttl_ms_, settling != nullptr, wall_clock().now_ms(), &raised)) {
+        const int64_t raise_to_ms = settling != nullptr ? std::max(fleet_ttl_ms_, lease_ttl_ms_) : lease_ttl_ms_;
+        if (coord::history_extended(h, raise_to_ms, settling != nullptr, wall_clock().now_ms(), &raised)) {
             // The fleet has a node of a longer TTL than its writer knew of:
             // the next history after a loss must settle that long, and a
             // settling in progress must outlast that node's fence too.
             std::vector<etcd::Op> puts{{true, key, coord::history_value(raised), ""}};
             etcd::Grant g;
             if (settling != nullptr) {
-                if (!client_.grant((coord::settle_ms(fleet_ttl_ms_) + 999) / 1000, &g, &why)) {
+                if (!client_.grant((coord::settle_ms(raised.ttl_ms) + 999) / 1000, &g, &why)) {
                     failed("could not get a lease for \"" + skey + "\"", why);
                     return false;
                 }
@@ -111,10 +115,11 @@ bool Holder::ensure_history()
             if (t.succeeded)
                 ereport(LOG, (errmsg("shardid coordinator: raised the longest lease TTL \"%s\" records from %lld s "
                                      "to %lld s%s",
-                                     key.c_str(), (long long)(h.ttl_ms / 1000), (long long)(fleet_ttl_ms_ / 1000),
+                                     key.c_str(), (long long)(h.ttl_ms / 1000), (long long)(raised.ttl_ms / 1000),
                                      settling != nullptr ? ", and its settling with it" : "")));
             continue;
         }
+        learn_fleet_ttl(h.ttl_ms);
         if (history_bad_) {
             history_bad_ = false;
             ended(Condition::corrupt_key);
@@ -185,15 +190,16 @@ void Holder::saw_history(const etcd::KeyValue* kv)
         history_revision_ = 0;
 }
 
-// The longest lease TTL of the fleet this node knows: raised by its own,
-// its node state's and each history's (kept in the node state, so that a
-// history made right after a restart knows it too).
-void Holder::learn_fleet_ttl(int64_t ttl_ms)
+// The longest lease TTL of the fleet this node knows: the history's (0: a
+// new lease: what the node state kept, until a history is read), never
+// below its own. Kept in the node state, so that a history made right
+// after a restart, before any is read, knows it too.
+void Holder::learn_fleet_ttl(int64_t history_ms)
 {
     const int64_t before = fleet_ttl_ms_;
-    fleet_ttl_ms_ = coord::fleet_ttl_ms(std::max(fleet_ttl_ms_, lease_ttl_ms_), shared->fleet_ttl_ms.load(), ttl_ms);
-    if (fleet_ttl_ms_ > shared->fleet_ttl_ms.load())
-        raise_to(shared->fleet_ttl_ms, fleet_ttl_ms_);
+    fleet_ttl_ms_ = history_ms != 0 ? coord::fleet_ttl_ms(lease_ttl_ms_, 0, history_ms)
+                                    : coord::fleet_ttl_ms(lease_ttl_ms_, shared->fleet_ttl_ms.load(), before);
+    shared->fleet_ttl_ms.store(fleet_ttl_ms_);
     if (before != 0 && fleet_ttl_ms_ > before)
         ereport(LOG, (errmsg("shardid coordinator: a node under the prefix uses a lease TTL of %lld s: a history "
                              "made after etcd loses its data settles %.1f s",

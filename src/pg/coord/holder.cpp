@@ -103,7 +103,7 @@ bool Holder::keep_lease()
         lease_ = g.id;
         new_witness();
         lease_ttl_ms_ = ttl_s * 1000;
-        learn_fleet_ttl(lease_ttl_ms_);
+        learn_fleet_ttl(0);
         fence_ms_ = coord::fence_deadline_ms(sent, lease_ttl_ms_);
         last_sent_ms_ = sent;
         // Nothing is held under a new lease yet: its keys are all written

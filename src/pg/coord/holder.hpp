@@ -112,7 +112,7 @@ private:
     // (src/pg/coord/confirm.cpp; the rules: src/core/coord/recheck.hpp).
     void confirm_values();
     bool recheck(std::string* why, bool* start_over);
-    bool list_held(std::vector<int>* lost, std::string* why);
+    bool list_held(std::vector<int>* lost, int64_t* foreign, std::string* example, std::string* why);
     bool watch_failed_ = false;  // the last check's watch could not be read (its listing was logged once)
     void confirmed_until(int64_t fence_ms);
     void forget_unused_keys();

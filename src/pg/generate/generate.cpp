@@ -2,6 +2,8 @@
 // engine and the persistence, each once per ID.
 #include "pg/generate/generate.hpp"
 
+#include <algorithm>
+
 extern "C" {
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -32,7 +34,7 @@ Status next_tick_too_far(const Layout& layout, const LatchClock& clock)
         .with_detail("The layout's tick in progress is used up: by this node's IDs, or by another holder's of the "
                      "shard, which a claim continues above (a layout whose ticks are longer than a second continues "
                      "in the tick after its previous holder's, or after the tick in which etcd's history settled). "
-                     "With node ids from etcd no generator waits longer than shardid.etcd_wait (%d ms).",
+                     "With node ids from etcd no generator waits longer than shardid.etcd_wait (%d ms; a second at least).",
                      etcd_wait_ms)
         .with_hint("Try again once the next tick has begun (%s), raise shardid.etcd_wait, or use a layout with "
                    "shorter ticks.",
@@ -71,8 +73,10 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     if ((shard_given || from_node) && coord_enabled())
         set_claim_caller(superuser());
     TimestampTz waiting_since = 0;  // for the node-id source (0: not waiting)
-    // With node ids from etcd, a wait for the next tick is bounded too.
-    LatchClock clock{{clock_offset_ms, coarse}, tick_wait, coord_enabled() ? int64_t(etcd_wait_ms) : 0};
+    // With node ids from etcd, a wait for the next tick is bounded too (a
+    // second at least: a layout's next millisecond, or TraceId's next
+    // second, is always waited for).
+    LatchClock clock{{clock_offset_ms, coarse}, tick_wait, coord_enabled() ? std::max<int64_t>(etcd_wait_ms, 1000) : 0};
     for (;;) {
         source.refresh();
         Status status;

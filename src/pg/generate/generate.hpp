@@ -60,9 +60,9 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
 //
 // With node ids from etcd no generator waits longer than shardid.etcd_wait
 // for anything (docs/coordination.md, "What a generator does without a
-// claim"): a wait for the next tick longer than `max_wait_ms` (0: no bound)
-// is not begun; pause() gives up at once and keeps when the tick comes
-// (`wanted_ms`), for generate_raw()'s error.
+// claim"): a wait for the next tick longer than `max_wait_ms` (0: no bound;
+// a second at least) is not begun; pause() gives up at once and keeps when
+// the tick comes (`wanted_ms`), for generate_raw()'s error.
 struct LatchClock : SystemClock {
     uint32_t wait_event;
     int64_t max_wait_ms = 0;
