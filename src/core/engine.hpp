@@ -192,7 +192,10 @@ bool next_id(const Layout& layout, SlotState& slot, Clock& clock, int64_t max_le
             return false;
         }
         const uint64_t word = layout.pack(tick, sequence);
-        if (slot.last.compare_exchange_weak(last, word, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        // seq_cst: a caller that then loads what says whether the ID may be
+        // returned (a claim's generation, seq_cst) needs no fence between
+        // the two (the glue's etcd source); on x86 the same instruction.
+        if (slot.last.compare_exchange_weak(last, word, std::memory_order_seq_cst, std::memory_order_acquire)) {
             if (moved_ahead)
                 slot.ahead.fetch_add(1, std::memory_order_relaxed);
             if (tick >= uint64_t(wall) + 2)

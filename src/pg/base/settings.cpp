@@ -93,9 +93,14 @@ bool check_node_id(int*, void**, GucSource source)
 }
 
 // shardid.shards: checked as given (a shard is at most an int4), and kept
-// parsed (shard_declaration()) under the text it was parsed from.
+// parsed (shard_declaration()) under the text it was parsed from. Every
+// assignment counts (assign_shards()), so that a generator's look at the
+// declaration, once per ID, compares a number, not the text.
 ShardDeclaration declared;
 std::string declared_text = "\x01";
+uint64_t shards_assigned = 1, shards_seen = 0;
+
+void assign_shards(const char*, void*) { shards_assigned++; }
 
 bool check_shards(char** value, void**, GucSource)
 {
@@ -128,6 +133,7 @@ struct Setting {
     GucStringCheckHook string_check;
     // Takes effect at server start: defined only when preloading.
     bool at_start;
+    GucStringAssignHook string_assign = nullptr;
 };
 
 constexpr int coord_flags = GUC_SUPERUSER_ONLY;  // none of the coordination settings is for ordinary roles
@@ -196,7 +202,7 @@ const Setting settings[] = {
      "The shards this node declares it owns, such as '0-511,1024' (empty: any).",
      "A generator given an explicit shard outside them fails with SQLSTATE 55000. With node ids from settings this is "
      "the operator's word; in etcd mode each shard is also claimed.",
-     0, 0, 0, "", nullptr, PGC_SIGHUP, 0, nullptr, check_shards, false},
+     0, 0, 0, "", nullptr, PGC_SIGHUP, 0, nullptr, check_shards, false, assign_shards},
     {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
      "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags,
      nullptr, nullptr, true},
@@ -271,6 +277,9 @@ const char* refused_settings() { return refused.c_str(); }
 
 const ShardDeclaration& shard_declaration()
 {
+    if (shards_seen == shards_assigned)
+        return declared;
+    shards_seen = shards_assigned;
     const char* text = shards_setting ? shards_setting : "";
     if (declared_text != text) {
         std::string why;
@@ -400,7 +409,7 @@ void define_settings()
             break;
         case Kind::string:
             DefineCustomStringVariable(s.name, desc, s.long_desc, static_cast<char**>(s.variable), s.boot_string,
-                                       s.context, s.flags, s.string_check, nullptr, nullptr);
+                                       s.context, s.flags, s.string_check, s.string_assign, nullptr);
             break;
         }
         if (given != nullptr && !accepted(s.name, given))

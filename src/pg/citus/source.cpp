@@ -345,7 +345,7 @@ public:
         return ticket->id <= 0 || citus_declaration_usable(value, &ticket->declaration, status);
     }
 
-    bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
+    bool confirm(const SourceTicket& ticket, int64_t tick_ms, Status* status) const override
     {
         if (ticket.id <= 0)
             return true;

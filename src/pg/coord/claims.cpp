@@ -350,7 +350,7 @@ void Holder::claimed(const Plan& p, const Slot& slot, int64_t revision, size_t t
                                  describe(slot, claim_value(e.key.load())).c_str(), double(p.wait) / 1000)));
         return;
     }
-    e.generation.fetch_add(1, std::memory_order_acq_rel);
+    bump_generation(shard_claims(), e);
     e.state.store(int(ClaimState::held), std::memory_order_release);
 }
 

@@ -310,7 +310,7 @@ void Holder::stop_value(int i, const std::string& note)
 {
     ShardClaim& e = shard_claims()->entries[i];
     e.state.store(int(ClaimState::wanted), std::memory_order_seq_cst);
-    e.generation.fetch_add(1, std::memory_order_seq_cst);
+    bump_generation(shard_claims(), e);
     set_note(e, note);
     const uint64_t key = e.key.load();
     if (key != 0) {

@@ -41,8 +41,11 @@ void free_entry(ShardClaim& e)
         e.own_id.store(false);
         e.declared.store(false);
         e.undeclared.store(false);
-        e.generation.fetch_add(1, std::memory_order_seq_cst);
+        // The state first, then the generation and the epoch
+        // (bump_generation()): a generator that saw the value held under
+        // the old epoch sees the new one.
         e.state.store(int(ClaimState::free), std::memory_order_seq_cst);
+        bump_generation(shard_claims(), e);
         release_shares_locked(&t, &e);
     }
     SpinLockRelease(&t.mutex);
@@ -148,7 +151,7 @@ void Holder::serve_values()
             break;
         case ClaimState::taking_over:
             if (now >= w.publish_after_ms) {
-                e.generation.fetch_add(1, std::memory_order_acq_rel);
+                bump_generation(shard_claims(), e);
                 e.state.store(int(ClaimState::held), std::memory_order_release);
                 ConditionVariableBroadcast(&coord_shared().changed);
             }
@@ -222,7 +225,7 @@ void Holder::redeclare()
         if (!declared.empty() && !in && (state == ClaimState::held || state == ClaimState::taking_over)) {
             // As release_shard() does: no ID with it from here on.
             e.state.store(int(ClaimState::releasing), std::memory_order_seq_cst);
-            e.generation.fetch_add(1, std::memory_order_seq_cst);
+            bump_generation(shard_claims(), e);
             stopped++;
         }
     }
@@ -283,9 +286,10 @@ bool Holder::release_shard(int i, bool retire)
     const int64_t value = claim_value(key);
     // No ID with the value from here on: a generation that steps the slot
     // after the read below sees the new generation and returns nothing (the
-    // fences pair with the one in the etcd source's confirm()).
+    // fence pairs with the engine's seq_cst step and the etcd source's
+    // seq_cst loads in confirm()).
     e.state.store(int(ClaimState::releasing), std::memory_order_seq_cst);
-    e.generation.fetch_add(1, std::memory_order_seq_cst);
+    bump_generation(shard_claims(), e);
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const std::string space = coord::space_name(slot.shape);
     const std::string ckey = coord::shard_key(prefix_, space, value),
@@ -355,7 +359,7 @@ void Holder::release_batch(const std::vector<int>& batch)
             const Slot& slot = shared->slots[claim_slot(key)];
             // No ID with the value from here on (as in release_shard()).
             e.state.store(int(ClaimState::releasing), std::memory_order_seq_cst);
-            e.generation.fetch_add(1, std::memory_order_seq_cst);
+            bump_generation(shard_claims(), e);
             std::atomic_thread_fence(std::memory_order_seq_cst);
             const std::string space = coord::space_name(slot.shape);
             const std::string ckey = coord::shard_key(prefix_, space, claim_value(key));
@@ -395,8 +399,8 @@ void Holder::lose_values()
         ShardClaim& e = t->entries[i];
         const auto state = ClaimState(e.state.load());
         if (state == ClaimState::held || state == ClaimState::taking_over || state == ClaimState::releasing) {
-            e.generation.fetch_add(1, std::memory_order_seq_cst);
             e.state.store(int(ClaimState::wanted), std::memory_order_seq_cst);
+            bump_generation(shard_claims(), e);
         }
     }
 }

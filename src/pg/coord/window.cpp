@@ -80,7 +80,8 @@ void Holder::release()
         // without raising its layouts (read_mark()). Every ID returned under
         // the claim is in the slots now: a generation that steps a slot
         // after this read sees the new generation and returns nothing (the
-        // fences pair with the one in the etcd source's confirm()).
+        // fence pairs with the engine's seq_cst step and the etcd source's
+        // seq_cst loads in confirm()).
         std::atomic_thread_fence(std::memory_order_seq_cst);
         const int64_t issued = std::min(std::max(floor_ms_, highest_issued_tick_ms()), recorded_ms_);
         const uint64_t token = new_token();

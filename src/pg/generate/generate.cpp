@@ -76,7 +76,10 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     // With node ids from etcd, a wait for the next tick is bounded too (a
     // second at least: a layout's next millisecond, or TraceId's next
     // second, is always waited for).
-    LatchClock clock{{clock_offset_ms, coarse}, tick_wait, coord_enabled() ? std::max<int64_t>(etcd_wait_ms, 1000) : 0};
+    LatchClock clock{{clock_offset_ms, coarse},
+                     tick_wait,
+                     coord_enabled() ? std::max<int64_t>(etcd_wait_ms, 1000) : 0,
+                     coord_enabled() && !coarse};
     for (;;) {
         source.refresh();
         Status status;
@@ -113,9 +116,11 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
         });
         if (ok) {
             // Never hand out an ID the persisted node state does not cover,
-            // nor one the source no longer vouches for.
-            cover_issued(slot_cache, layout, word, tick_ms);
+            // nor one the source no longer vouches for (with the fence
+            // clock's reading of the ID, unless covering it took time).
+            const bool slow = cover_issued(slot_cache, layout, word, tick_ms);
             ticket.word = word;
+            ticket.fence_read_ms = clock.through_fence && !slow ? clock.fence_read_ms : 0;
             if (source.confirm(ticket, tick_ms, &status)) {
                 if (waiting_since != 0)
                     source.waited();
@@ -146,12 +151,27 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     }
 }
 
+int64_t LatchClock::now_ms() const
+{
+    if (!through_fence)
+        return SystemClock::now_ms();
+    // Per backend: the wall clock's offset to the fence clock, and when it
+    // was read (fence clock ms).
+    static int64_t offset = 0, offset_at = -1;
+    fence_read_ms = fence_clock_ms();
+    if (offset_at < 0 || fence_read_ms - offset_at >= 10 || fence_read_ms < offset_at) {
+        offset = SystemClock::now_ms() - fence_read_ms;
+        offset_at = fence_read_ms;
+    }
+    return fence_read_ms + offset;
+}
+
 bool LatchClock::pause(int64_t ms_left) const
 {
     if (INTERRUPTS_PENDING_CONDITION() && INTERRUPTS_CAN_BE_PROCESSED())
         return false;
     if (max_wait_ms > 0 && ms_left > max_wait_ms) {
-        wanted_ms = now_ms() + ms_left;
+        wanted_ms = SystemClock::now_ms() + ms_left;
         return false;
     }
     if (ms_left > 1) {

@@ -63,10 +63,20 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
 // claim"): a wait for the next tick longer than `max_wait_ms` (0: no bound;
 // a second at least) is not begun; pause() gives up at once and keeps when
 // the tick comes (`wanted_ms`), for generate_raw()'s error.
+//
+// With node ids from etcd (and ticks up to a second), every ID's time is
+// read through the fence clock (`through_fence`): the fence's reading,
+// which confirm() then needs, comes with it (one clock read an ID, not
+// two), and the wall clock is that reading plus the wall clock's offset to
+// it, read again every 10 ms (a step of the wall clock shows within 10 ms;
+// a suspended machine's too, which both clocks count).
 struct LatchClock : SystemClock {
     uint32_t wait_event;
     int64_t max_wait_ms = 0;
-    mutable int64_t wanted_ms = 0;  // a wait given up for its length: the wall ms it waited for (0: none)
+    bool through_fence = false;
+    mutable int64_t wanted_ms = 0;      // a wait given up for its length: the wall ms it waited for (0: none)
+    mutable int64_t fence_read_ms = 0;  // through_fence: the fence clock's last reading
+    int64_t now_ms() const;
     bool pause(int64_t ms_left) const;
 };
 static_assert(std::is_trivially_destructible_v<LatchClock>,

@@ -114,14 +114,19 @@ public:
     bool hold_value(SlotState* slot, const Layout& layout, uint64_t value, bool given, SourceTicket* ticket,
                     Status* status) const override
     {
+        ticket->unit_ms = layout.unit_ms;
+        // A value the node holds is one its coordinator's shardid.shards
+        // lists (it claims no other, and stops those a reload takes out):
+        // this backend's setting is looked at only for one it does not hold.
+        if (held_cached(slot, layout, value, ticket))
+            return true;
         if (given && !declared_shard(value, status))
             return false;
-        ticket->unit_ms = layout.unit_ms;
         // A value shardid.shards declares is one of the node's logical
         // shards: in the pool, in no role's share (every explicit shard is
         // one when a set is declared: declared_shard() refused the rest).
         const bool declared = given && shards_setting != nullptr && shards_setting[0] != '\0';
-        return hold_claim(slot, layout, value, !given, declared, &ticket->claim, &ticket->claim_generation, status);
+        return hold_claim(slot, layout, value, !given, declared, ticket, status);
     }
 
     bool node_id(const Layout& fit, const SourceTicket& ticket, uint64_t* id, Status* status) const override
@@ -136,17 +141,19 @@ public:
         return true;
     }
 
-    bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const override
+    bool confirm(const SourceTicket& ticket, int64_t tick_ms, Status* status) const override
     {
         CoordShared& c = coord_shared();
-        // Orders this ID's step of its slot before the claim's generation
-        // is read: a worker that gives the claim up (a new generation) and
-        // then reads the slots (to lower the mark at a clean release) sees
-        // the step, or this ID sees the new generation and is not returned.
-        std::atomic_thread_fence(std::memory_order_seq_cst);
+        // This ID's step of its slot (the engine's seq_cst compare-and-swap)
+        // is ordered before the claim's generation (and the claim table's
+        // epoch, confirm_claim()) is read, seq_cst too: a worker that gives
+        // the claim up (a new generation, seq_cst) and then reads the slots
+        // (to lower the mark at a clean release) sees the step, or this ID
+        // sees the new generation and is not returned. (No fence between:
+        // on x86 the compare-and-swap is one.)
         // One reading of the fence clock for both fences: the lease's and the
         // values' (the earlier one decides).
-        const int64_t fence_now = fence_clock_ms();
+        const int64_t fence_now = ticket.fence_read_ms != 0 ? ticket.fence_read_ms : fence_clock_ms();
         if (c.generation.load(std::memory_order_seq_cst) != ticket.generation || c.held.load() < 0 ||
             fence_now >= c.fence_ms.load(std::memory_order_acquire)) {
             *status = Status::fail(Error::not_claimed, "this node lost its node id claim in etcd")
@@ -180,7 +187,7 @@ public:
         // it as the claim's generation).
         if (ticket.claim >= 0) {
             const int64_t used = ticket.unit_ms <= 1000 ? tick_ms : wall_clock().now_ms();
-            if (!confirm_claim(ticket.claim, ticket.claim_generation, used, ticket.word, status))
+            if (!confirm_claim(ticket, used, ticket.word, status))
                 return false;
         }
         return true;

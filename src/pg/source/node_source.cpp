@@ -48,7 +48,7 @@ public:
 
     // A setting never changes under an ID: nothing to confirm, nothing to
     // wait for (hold() never fails).
-    bool confirm(SourceTicket, int64_t, Status*) const override { return true; }
+    bool confirm(const SourceTicket&, int64_t, Status*) const override { return true; }
     void wait(TimestampTz, const Status& why) const override { raise(why); }
     void waited() const override {}
     int64 take_counter(NodeCounter, int64) const override { return from_node_sequence; }
@@ -78,7 +78,7 @@ public:
         *status = refusal();
         return false;
     }
-    bool confirm(SourceTicket, int64_t, Status* status) const override
+    bool confirm(const SourceTicket&, int64_t, Status* status) const override
     {
         *status = refusal();
         return false;

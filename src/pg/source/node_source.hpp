@@ -30,8 +30,13 @@ struct SourceTicket {
     // generation), and the layout's tick length.
     int claim = -1;
     uint64_t claim_generation = 0;
+    uint64_t claim_epoch = 0;      // the claim table's epoch the value was seen held under
+    void* claim_cache = nullptr;  // the backend's cache entry of the value (src/pg/source/shard_claims.cpp)
     int64_t unit_ms = 1;
     uint64_t word = 0;  // the ID's packed (tick, sequence), set once it is made
+    // The fence clock read when the ID was made, with nothing that takes
+    // time since (0: none; confirm() reads it).
+    int64_t fence_read_ms = 0;
     // Citus: the fingerprint of the shardid.shards an explicit shard was
     // held under (0: none), which the coordinator must have recorded.
     uint64_t declaration = 0;
@@ -64,7 +69,7 @@ public:
     // not passed, the tick inside its window). Otherwise Error::not_claimed:
     // the ID must not be returned; the caller waits and generates again.
     // Never ereports.
-    virtual bool confirm(SourceTicket ticket, int64_t tick_ms, Status* status) const = 0;
+    virtual bool confirm(const SourceTicket& ticket, int64_t tick_ms, Status* status) const = 0;
     // Waits a little, interruptibly, for the source to have an id again;
     // raises `why` (55000) once the source's bound has passed since `since`.
     // Outside guarded(): it can ereport.

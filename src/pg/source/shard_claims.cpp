@@ -19,6 +19,7 @@ extern "C" {
 #include "utils/acl.h"
 }
 
+#include "pg/source/node_source.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/coord_shared.hpp"
 #include "pg/base/row.hpp"
@@ -124,20 +125,30 @@ FullShare take_pool(ShardClaim& e)
     return FullShare::none;
 }
 
-// The generator's cache of entries by key (each checked against the entry's
-// key before use: entries are given new keys once free).
-// Direct-mapped by the key's hash; a miss looks the table up without a
-// lock first.
+// The generator's cache of entries: where a value's entry is, and under
+// which epoch of the table (and generation of the entry) it was last seen
+// held: while the epoch has not moved, the value is still held so, and no
+// entry is read (an entry is 128 bytes; 8,192 of them, used in turn, miss
+// every cache of the processor: the claim's cost per ID). The used time
+// the backend last wrote into the entry, so that it writes it at most every
+// 100 ms without reading it.
 struct CachedClaim {
-    uint64_t key;
+    uint64_t key;  // claim_key() (0: nothing cached)
+    uint64_t epoch;
+    uint64_t generation;
+    int64_t used_ms;
     int index;
 };
-// Room for Instagram's 8,192 logical shards of a layout and then some
-// (256 kB of a backend's memory, touched only as far as it is used).
+// A layout whose shard field is at most 16 bits wide (Instagram's 13,
+// snowflake's 10) has a dense cache of its own, by value, allocated when
+// first used (calloc: only the pages a backend touches are its memory):
+// logical shards used in turn stay in order. Others share a cache by the
+// key's hash, 16,384 entries, direct-mapped.
+constexpr int dense_bits_max = 16;
 constexpr int cache_size = 16384;
 CachedClaim cache[cache_size];
-uint64_t last_key = 0;
-int last_index = -1;
+CachedClaim* dense[max_slots];
+bool dense_tried[max_slots];
 int last_refusal = -1;  // the cause of the last failed hold_claim() (ClaimRefusal), -1: none
 
 uint64_t mix(uint64_t k)
@@ -174,9 +185,26 @@ int probe(uint64_t key, bool add)
     if (!add || reuse < 0)
         return -1;
     ShardClaim& e = table->entries[reuse];
-    e.generation.fetch_add(1);
+    bump_generation(table, e);
     e.key.store(key, std::memory_order_release);
     return reuse;
+}
+
+// The cache entry of `key` (whose slot's layout is `layout`): a value's
+// own in its layout's dense cache, else the hash cache's.
+CachedClaim& cached_of(uint64_t key, const Layout& layout)
+{
+    const int slot = claim_slot(key);
+    const uint64_t value = uint64_t(claim_value(key));
+    if (layout.shard_bits <= dense_bits_max && slot >= 0 && slot < max_slots) {
+        if (dense[slot] == nullptr && !dense_tried[slot]) {
+            dense_tried[slot] = true;
+            dense[slot] = static_cast<CachedClaim*>(calloc(size_t(1) << layout.shard_bits, sizeof(CachedClaim)));
+        }
+        if (dense[slot] != nullptr && value < (uint64_t(1) << layout.shard_bits))
+            return dense[slot][value];
+    }
+    return cache[mix(key) & (cache_size - 1)];
 }
 
 Status full_table(FullShare full)
@@ -240,6 +268,7 @@ void startup_hook()
         SpinLockInit(&t->mutex);
         t->capacity = max_shard_claims;
         t->size = table_size(max_shard_claims);
+        t->epoch.store(1);
         for (int i = 0; i < t->size; i++) {
             t->entries[i].generation.store(1);
             t->entries[i].database_share = t->entries[i].role_share = -1;
@@ -263,12 +292,38 @@ void shard_claims_init()
     shmem_startup_hook = startup_hook;
 }
 
-bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared, int* index,
-                uint64_t* generation, Status* status)
+bool held_cached(SlotState* slot, const Layout& layout, uint64_t value, SourceTicket* ticket)
+{
+    if (layout.unit_ms > 1000)
+        return false;
+    const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
+    CachedClaim& cached = cached_of(key, layout);
+    if (cached.key != key || cached.epoch != table->epoch.load(std::memory_order_seq_cst))
+        return false;
+    ticket->claim = cached.index;
+    ticket->claim_generation = cached.generation;
+    ticket->claim_epoch = cached.epoch;
+    ticket->claim_cache = &cached;
+    return true;
+}
+
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared,
+                SourceTicket* ticket, Status* status)
 {
     const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
-    CachedClaim& cached = cache[mix(key) & (cache_size - 1)];
-    int at = key == last_key ? last_index : cached.key == key ? cached.index : -1;
+    CachedClaim& cached = cached_of(key, layout);
+    // Seen held under this epoch: held still, with the generation seen
+    // then (no change of any entry since). A layout with long ticks goes on
+    // below (its used time, before a wait for the next tick).
+    const uint64_t epoch = table->epoch.load(std::memory_order_seq_cst);
+    if (cached.key == key && cached.epoch == epoch && layout.unit_ms <= 1000) {
+        ticket->claim = cached.index;
+        ticket->claim_generation = cached.generation;
+        ticket->claim_epoch = epoch;
+        ticket->claim_cache = &cached;
+        return true;
+    }
+    int at = cached.key == key ? cached.index : -1;
     if (at < 0 || table->entries[at].key.load(std::memory_order_acquire) != key) {
         at = probe(key, false);
         if (at < 0) {
@@ -282,16 +337,20 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
             *status = full_table(FullShare::node);
             return false;
         }
-        cached = CachedClaim{key, at};
+        cached = CachedClaim{key, 0, 0, 0, at};
     }
-    last_key = key;
-    last_index = at;
     ShardClaim& e = table->entries[at];
-    const uint64_t gen = e.generation.load(std::memory_order_acquire);
-    const auto state = ClaimState(e.state.load(std::memory_order_acquire));
+    // The epoch first, then the entry (bump_generation() changes them the
+    // other way round): held under it means held while it stays.
+    const uint64_t gen = e.generation.load(std::memory_order_seq_cst);
+    const auto state = ClaimState(e.state.load(std::memory_order_seq_cst));
     if (state == ClaimState::held && e.key.load(std::memory_order_acquire) == key) {
-        *index = at;
-        *generation = gen;
+        cached.epoch = epoch;
+        cached.generation = gen;
+        ticket->claim = at;
+        ticket->claim_generation = gen;
+        ticket->claim_epoch = epoch;
+        ticket->claim_cache = &cached;
         // A coarse layout's ID may wait for its next tick (up to a tick)
         // from here: the value counts as used from now, so that it is not
         // given back for idleness while a backend waits with it.
@@ -386,11 +445,24 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     return false;
 }
 
-bool confirm_claim(int index, uint64_t generation, int64_t used_ms, uint64_t word, Status* status)
+bool confirm_claim(const SourceTicket& ticket, int64_t used_ms, uint64_t word, Status* status)
 {
-    ShardClaim& e = table->entries[index];
-    if (e.generation.load(std::memory_order_seq_cst) != generation ||
-        e.state.load(std::memory_order_seq_cst) != int(ClaimState::held)) {
+    ShardClaim& e = table->entries[ticket.claim];
+    auto* cached = static_cast<CachedClaim*>(ticket.claim_cache);
+    // The epoch unchanged since the value was seen held: held still (the
+    // caller's fence orders this after the ID's step of its slot), its used
+    // time written every 100 ms. Only layouts of ticks up to a second go
+    // this way, which keep no bound (coord::keeps_bound()).
+    if (table->epoch.load(std::memory_order_seq_cst) == ticket.claim_epoch && cached != nullptr &&
+        cached->key != 0 && cached->index == ticket.claim && ticket.unit_ms <= 1000) {
+        if (used_ms - cached->used_ms >= 100) {
+            cached->used_ms = used_ms;
+            e.used_ms.store(used_ms, std::memory_order_relaxed);
+        }
+        return true;
+    }
+    if (e.generation.load(std::memory_order_seq_cst) != ticket.claim_generation ||
+               e.state.load(std::memory_order_seq_cst) != int(ClaimState::held)) {
         last_refusal = int(ClaimRefusal::not_claimed_in_time);
         *status = Status::fail(Error::not_claimed, "this node gave up a shard while issuing an ID with it")
                       .with_detail("The shard was released or its claim lost; no ID was handed out under it.")

@@ -10,8 +10,11 @@
 // copies) guards giving a key to an entry, an entry's way to and from the
 // free state (and in_use), and the notes. Everything else is atomics: the
 // worker alone moves an entry between the other states and bumps its
-// generation whenever the value stops or starts being held; generators read
-// without a lock and confirm with the generation after the ID is made.
+// generation whenever the value stops or starts being held, and the
+// table's epoch after it (bump_generation()); generators read without a
+// lock and confirm after the ID is made: with the epoch alone while it has
+// not moved since they saw the value held (no entry is read: the claim's
+// cost per ID), else with the entry's generation.
 #pragma once
 
 #include <atomic>
@@ -96,12 +99,27 @@ struct ShardClaims {
     int capacity;             // shardid.max_shard_claims: entries in the pool at most
     int size;                 // the table's length, a power of two of at least 1.5 times the capacity and the slots
     std::atomic<int> in_use;  // entries in the pool (not free, not the node's own id)
+    // Moves after every change of any entry's generation (never 0): a
+    // value seen held while it was E is held with the generation seen then
+    // while it is still E. In a cache line of its own, read on every ID.
+    alignas(64) std::atomic<uint64_t> epoch;
+    char epoch_line[64 - sizeof(std::atomic<uint64_t>)];
     ClaimShare databases[claim_share_slots];
     ClaimShare roles[claim_share_slots];
     ShardClaim entries[FLEXIBLE_ARRAY_MEMBER];  // `size` of them, then as many notes (claim_note())
 };
 // An entry's note (the caller holds the table's mutex).
 char* claim_note(const ShardClaim& e);
+
+// Every change of an entry's generation: after the change of its state
+// that goes with it, the generation, then the table's epoch (seq_cst: a
+// generator that read the old epoch before it saw the entry held sees the
+// new one, or the new generation, before it returns an ID).
+inline void bump_generation(ShardClaims* t, ShardClaim& e)
+{
+    e.generation.fetch_add(1, std::memory_order_seq_cst);
+    t->epoch.fetch_add(1, std::memory_order_seq_cst);
+}
 // Caller holds the mutex: gives an entry back to the pool and its shares.
 void release_shares_locked(ShardClaims* t, ShardClaim* e);
 
@@ -126,8 +144,13 @@ inline int64_t claim_value(uint64_t key) { return int64_t(key & 0xffffffffu); }
 // table is full).
 // `declared`: an explicit shard shardid.shards declares (in the pool, in
 // no role's or database's share).
-bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared, int* index,
-                uint64_t* generation, Status* status);
+struct SourceTicket;
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared,
+                SourceTicket* ticket, Status* status);
+// Whether the value is held as this backend last saw it (the claim table's
+// epoch unchanged since, a layout of ticks up to a second): the ticket
+// filled as hold_claim() fills it; false says nothing (hold_claim()).
+bool held_cached(SlotState* slot, const Layout& layout, uint64_t value, SourceTicket* ticket);
 // The worker: asks for value `value` of slot `slot` as one shardid.shards
 // declares (claimed with the rest of the set, kept while declared); false
 // when the pool has no room for it.
@@ -136,11 +159,11 @@ bool want_declared(int slot, uint64_t value);
 // superuser (exempt from the role's share, not the database's).
 void set_claim_caller(bool superuser);
 // After an ID is made and before it is returned: the value is still held
-// under the same generation, and the ID's packed word is within the bound
-// its mark in etcd records (otherwise Error::not_claimed: the worker was
-// asked to move it).
-// `used_ms` (wall ms, to the second) is when it was last used.
-bool confirm_claim(int index, uint64_t generation, int64_t used_ms, uint64_t word, Status* status);
+// under the same generation (the table's epoch unchanged since, or else the
+// entry's generation), and the ID's packed word is within the bound its
+// mark in etcd records (otherwise Error::not_claimed: the worker was asked
+// to move it). `used_ms` (wall ms) is when it was last used.
+bool confirm_claim(const SourceTicket& ticket, int64_t used_ms, uint64_t word, Status* status);
 // The entry of `key`, or -1 (the caller checks its key again before use).
 int find_claim(uint64_t key);
 // A generation's refusal of a shard value: noted when a value is refused

@@ -33,7 +33,7 @@ namespace shardid::pg {
 
 namespace {
 
-void confirm_lsn(XLogRecPtr need);  // below, with confirm_covered()
+bool confirm_lsn(XLogRecPtr need);  // below, with confirm_covered()
 
 // A slot's persisted mark, as the state file holds it.
 LayoutMark mark_of(const Slot& slot, uint64_t word)
@@ -66,14 +66,15 @@ XLogRecPtr persist(const NodeState& st)
 
 // A coarse layout's own mark: every issued word at most `persisted`
 // (lease::word_renewal() says when it moves, lease::word_target() where).
-void cover_word(Slot& slot, const Layout& layout, uint64_t word)
+// True when it took the lock (a write, or a wait for another's).
+bool cover_word(Slot& slot, const Layout& layout, uint64_t word)
 {
     const lease::Renewal renewal = lease::word_renewal(layout, word, slot.persisted.load(std::memory_order_acquire));
     if (renewal == lease::Renewal::none)
-        return;
+        return false;
     if (renewal == lease::Renewal::early) {
         if (!LWLockConditionalAcquire(&shared->state_lock, LW_EXCLUSIVE))
-            return;
+            return false;
     } else {
         LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     }
@@ -96,22 +97,24 @@ void cover_word(Slot& slot, const Layout& layout, uint64_t word)
         slot.persisted.store(want, std::memory_order_release);
     }
     LWLockRelease(&shared->state_lock);
+    return true;
 }
 
 // The node's time mark: every issued tick starts before lease_until_ms
 // (lease::time_renewal() says when it moves, lease::time_target() where).
-void cover_tick(int64 tick_ms)
+// True when it took the lock (a write, or a wait for another's).
+bool cover_tick(int64 tick_ms)
 {
     const int64 until = shared->lease_until_ms.load(std::memory_order_acquire);
     const lease::Renewal renewal = lease::time_renewal(tick_ms, until);
     if (renewal == lease::Renewal::none)
-        return;
+        return false;
     raise_if_corrupt();
     // Renewed early by whoever gets the lock first, so generators do not
     // wait for the write; a generator waits only when its tick is not covered.
     if (renewal == lease::Renewal::early) {
         if (!LWLockConditionalAcquire(&shared->state_lock, LW_EXCLUSIVE))
-            return;
+            return false;
     } else {
         LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     }
@@ -130,6 +133,7 @@ void cover_tick(int64 tick_ms)
         shared->lease_until_ms.store(st.mark_ms, std::memory_order_release);
     }
     LWLockRelease(&shared->state_lock);
+    return true;
 }
 
 }  // namespace
@@ -299,18 +303,19 @@ bool sync_confirmed(XLogRecPtr lsn)
 }
 
 // Flushes WAL up to `need` and, with synchronous replication, waits until
-// the synchronous standbys confirm it (see confirm_covered()).
-void confirm_lsn(XLogRecPtr need)
+// the synchronous standbys confirm it (see confirm_covered()). True when it
+// flushed or waited.
+bool confirm_lsn(XLogRecPtr need)
 {
     if (need <= shared->confirmed_lsn.load(std::memory_order_acquire))
-        return;  // the steady state: long flushed and replicated
+        return false;  // the steady state: long flushed and replicated
     // The record that covers this ID is recent: flush it, and with
     // synchronous replication wait until the synchronous standbys confirm
     // it, as a commit would (interruptibly; SyncRepWaitForLSN() gives up on a
     // cancel with a WARNING, and then no ID is handed out).
     XLogFlush(need);
     if (!SyncRepRequested())
-        return;  // synchronous_commit = local or off: as for a commit, the flush is all
+        return true;  // synchronous_commit = local or off: as for a commit, the flush is all
     SyncRepWaitForLSN(need, false);
     if (!sync_confirmed(need))
         ereport(ERROR, (errcode(ERRCODE_QUERY_CANCELED),
@@ -318,22 +323,24 @@ void confirm_lsn(XLogRecPtr need)
                         errdetail("No ID was handed out: the WAL record that covers it is not confirmed by the "
                                   "synchronous standbys, so a standby promoted now could issue it again.")));
     raise_to(shared->confirmed_lsn, uint64_t(need));
+    return true;
 }
 
 }  // namespace
 
-void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
+bool confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
 {
-    confirm_lsn(covering_lsn(reinterpret_cast<const Slot&>(state), layout, tick_ms));
+    return confirm_lsn(covering_lsn(reinterpret_cast<const Slot&>(state), layout, tick_ms));
 }
 
-void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms)
+bool cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms)
 {
-    cover_tick(tick_ms);
+    bool slow = cover_tick(tick_ms);
     if (lease::is_coarse(layout.unit_ms))
-        cover_word(*reinterpret_cast<Slot*>(state), layout, word);
+        slow |= cover_word(*reinterpret_cast<Slot*>(state), layout, word);
     if (wal_logging())
-        confirm_covered(*state, layout, tick_ms);
+        slow |= confirm_covered(*state, layout, tick_ms);
+    return slow;
 }
 
 // A clean stop brings the node's time mark down to what was issued. The mark

@@ -57,8 +57,9 @@ SlotState* slot_for(const Layout& layout);
 // tick_ms, before that ID is returned: the node's high-water mark, written
 // about a second ahead (renewed early, without waiting, once half of it is
 // used), and for layouts with ticks longer than that, the layout's own
-// (tick, sequence) mark.
-void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms);
+// (tick, sequence) mark. True when it wrote or waited (took time: a
+// caller that read a clock before reads it again).
+bool cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t tick_ms);
 
 // Before an ID is handed out: the WAL record of the node state that covers
 // it is flushed and, with synchronous replication (synchronous_commit
@@ -66,8 +67,9 @@ void cover_issued(SlotState* state, const Layout& layout, uint64_t word, int64_t
 // confirmed by the synchronous standbys, as a commit would be. In the steady
 // state that record is long replicated and this is one atomic read; only
 // while the standbys are behind does a caller wait (interruptibly; a cancel
-// ends the wait with an error and no ID). Called by cover_issued().
-void confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms);
+// ends the wait with an error and no ID). Called by cover_issued(); true
+// when it flushed or waited.
+bool confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms);
 
 // DecimalId state of a database (its generator ids come from that
 // database's sequence).
