@@ -133,7 +133,7 @@ struct WatchStream {
     const Client::WatchSink* sink = nullptr;
     uint64_t* bytes = nullptr;
     uint64_t received = 0;  // of this watch
-    std::string pending;  // the start of a message whose end has not arrived
+    std::string pending;    // the start of a message whose end has not arrived
     Client::WatchStep step = Client::WatchStep::more;
     std::string why;
     bool token = false;  // etcd refused the token: authenticate again

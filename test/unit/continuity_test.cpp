@@ -19,8 +19,8 @@ TEST(History, RoundTripsAndIsChecked)
     EXPECT_EQ(back.ttl_ms, h.ttl_ms);
     for (const char* bad :
          {"", "1795000000000", "0123456789abcdef", "0123456789abcdef 5", "0000000000000000 5 3000",
-          "0123456789ABCDEF 5 3000", "0123456789abcdef -5 3000", "0123456789abcdef 5 3000 6",
-          "0123456789abcde 5 3000", "0123456789abcdef  5 3000", "0123456789abcdef 5 1999", "0123456789abcdef 5 300001",
+          "0123456789ABCDEF 5 3000", "0123456789abcdef -5 3000", "0123456789abcdef 5 3000 6", "0123456789abcde 5 3000",
+          "0123456789abcdef  5 3000", "0123456789abcdef 5 1999", "0123456789abcdef 5 300001",
           "0123456789abcdef 5 -3000", "0123456789abcdef 5 9223372036854775808"})
         EXPECT_FALSE(coord::parse_history(bad, &back)) << bad;
     std::string why;
@@ -41,8 +41,7 @@ TEST(History, RoundTripsAndIsChecked)
 // loss and lasts settle_ms() of the longest TTL the fleet knows.
 TEST(History, SettlingOutlastsEveryFence)
 {
-    for (int64_t longest = coord::min_lease_ttl_s * 1000; longest <= coord::max_lease_ttl_s * 1000;
-         longest += 1000) {
+    for (int64_t longest = coord::min_lease_ttl_s * 1000; longest <= coord::max_lease_ttl_s * 1000; longest += 1000) {
         const int64_t settle = coord::settle_ms(coord::fleet_ttl_ms(coord::min_lease_ttl_s * 1000, 0, longest));
         for (int64_t ttl = coord::min_lease_ttl_s * 1000; ttl <= longest; ttl += 1000) {
             EXPECT_GT(settle, coord::fence_deadline_ms(0, ttl)) << "TTL " << ttl << ", longest " << longest;

@@ -179,9 +179,9 @@ TEST(HeldKeys, KeysShardidWrites)
     EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/e1314220021721u1t40s13q10/8191"));
     EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/e0u1000t25s16q22wf1/3"));
     EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/e-86400000u60000t32s10q20/5"));
-    for (const char* k : {"/p/shard/zz-junk/0001", "/p/shard/~/", "/p/shard/~/12x", "/p/shard/e1u1t1s1q1",
-                          "/p/shard/e1u1t1s1q1/", "/p/shard/e1u1t1s1q1/5/6", "/p/shard/e1u1t1s1/5",
-                          "/p/shard/e1u1t1s1q1x/5", "/p/shardmark/e1u1t1s1q1/5", "/q/shard/e1u1t1s1q1/5",
-                          "/p/shard/e1u1t1s1q1f/5"})
+    for (const char* k :
+         {"/p/shard/zz-junk/0001", "/p/shard/~/", "/p/shard/~/12x", "/p/shard/e1u1t1s1q1", "/p/shard/e1u1t1s1q1/",
+          "/p/shard/e1u1t1s1q1/5/6", "/p/shard/e1u1t1s1/5", "/p/shard/e1u1t1s1q1x/5", "/p/shardmark/e1u1t1s1q1/5",
+          "/q/shard/e1u1t1s1q1/5", "/p/shard/e1u1t1s1q1f/5"})
         EXPECT_FALSE(coord::shardid_key("/p", k)) << k;
 }

@@ -91,8 +91,9 @@ bool Revisions::see(const etcd::Header& h, std::string* why)
         return true;  // an answer without a header says nothing
     if (cluster_ != 0 && h.cluster_id != 0 && h.cluster_id != cluster_) {
         *why = "etcd answered as cluster " + std::to_string(h.cluster_id) + ", after answering as cluster " +
-               std::to_string(cluster_) + " (another cluster holds this prefix: etcd restored into a new cluster, "
-                                          "or replaced)";
+               std::to_string(cluster_) +
+               " (another cluster holds this prefix: etcd restored into a new cluster, "
+               "or replaced)";
         return false;
     }
     if (h.revision < highest_) {

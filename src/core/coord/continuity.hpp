@@ -80,7 +80,9 @@ constexpr int64_t fleet_ttl_ms(int64_t own_ms, int64_t remembered_ms, int64_t hi
         t = remembered_ms;
     if (history_ms > t)
         t = history_ms;
-    return t < min_lease_ttl_s * 1000 ? min_lease_ttl_s * 1000 : t > max_lease_ttl_s * 1000 ? max_lease_ttl_s * 1000 : t;
+    return t < min_lease_ttl_s * 1000   ? min_lease_ttl_s * 1000
+           : t > max_lease_ttl_s * 1000 ? max_lease_ttl_s * 1000
+                                        : t;
 }
 
 // A history a node read, as it must stand for the fleet the node knows:

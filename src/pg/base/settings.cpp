@@ -181,8 +181,8 @@ const Setting settings[] = {
      true, 0, 0, nullptr, nullptr, PGC_SIGHUP, 0, nullptr, nullptr, false},
     {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms,
      "How long a generator waits for a claim or a counter from etcd, or for a layout's next tick.",
-     "After it, generation fails with SQLSTATE 55000; a next tick further away (a second at least) at once.", 10000, 0, 3600000, nullptr, nullptr, PGC_SUSET,
-     GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+     "After it, generation fails with SQLSTATE 55000; a next tick further away (a second at least) at once.", 10000, 0,
+     3600000, nullptr, nullptr, PGC_SUSET, GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
     {"shardid.citus_fence", Kind::integer, &citus_fence_ms,
      "How long a Citus worker issues IDs under its group id after the coordinator last confirmed it (2 s to 10 min).",
      "With shardid.node_id_source = citus a worker's background worker asks the coordinator every second whether "

@@ -106,10 +106,10 @@ bool Holder::recheck(std::string* why, bool* start_over)
                    ": " + *why;
             checked = false;
         } else if (compacted)
-            ereport(LOG, (errmsg("shardid coordinator: etcd compacted its history past revision %lld: the %zu shard "
-                                 "keys held were checked by a listing of \"%s\" instead",
-                                 (long long)from, held_keys_.size() + lost.size(),
-                                 coord::watched_key(prefix_).c_str())));
+            ereport(LOG,
+                    (errmsg("shardid coordinator: etcd compacted its history past revision %lld: the %zu shard "
+                            "keys held were checked by a listing of \"%s\" instead",
+                            (long long)from, held_keys_.size() + lost.size(), coord::watched_key(prefix_).c_str())));
         else if (!watch_failed_)
             // Once per episode: the cause, and what makes it go away.
             ereport(LOG,
@@ -124,9 +124,9 @@ bool Holder::recheck(std::string* why, bool* start_over)
                                        ? "Every key shardid writes under the prefix is under 300 bytes: remove the "
                                          "keys under it that shardid does not write (they make every node's watch "
                                          "long)."
-                                       : transport ? "etcd answered the listing but not the watch in time: a slow etcd, "
-                                                     "or many changes under the prefix."
-                                                   : "An answer that is not etcd's: see the endpoint's proxy, if any.")));
+                                   : transport ? "etcd answered the listing but not the watch in time: a slow etcd, "
+                                                 "or many changes under the prefix."
+                                               : "An answer that is not etcd's: see the endpoint's proxy, if any.")));
         watch_failed_ = !watched && checked;
     }
     ShardClaims* t = shard_claims();

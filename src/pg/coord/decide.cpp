@@ -141,8 +141,8 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
             // And above what the old mark says its holder issued, whoever
             // that was (a restored mark names this node's own claims too).
             const int64_t mark_tick = layout.tick_of(m.floor_ms);
-            target = std::max({target, m.word, m.bound,
-                               mark_tick > 0 ? layout.pack(uint64_t(mark_tick), layout.sequence_max()) : 0});
+            target = std::max(
+                {target, m.word, m.bound, mark_tick > 0 ? layout.pack(uint64_t(mark_tick), layout.sequence_max()) : 0});
             floor = m.floor_ms;
         }
     } else if (confirmed(m.token)) {

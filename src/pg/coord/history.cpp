@@ -174,10 +174,11 @@ bool Holder::make_history(const std::string& why_new)
     }
     answered();
     if (t.succeeded)
-        ereport(LOG, (errmsg("shardid coordinator: %s: made a new history; claims of what has no mark, or a mark "
-                             "from before it, wait %.1f s (etcd expires \"%s\"), until every node that may still issue "
-                             "under what etcd forgot has stopped (the longest lease TTL known under the prefix: %lld s)",
-                             why_new.c_str(), double(settle) / 1000, skey.c_str(), (long long)(fleet_ttl_ms_ / 1000))));
+        ereport(LOG,
+                (errmsg("shardid coordinator: %s: made a new history; claims of what has no mark, or a mark "
+                        "from before it, wait %.1f s (etcd expires \"%s\"), until every node that may still issue "
+                        "under what etcd forgot has stopped (the longest lease TTL known under the prefix: %lld s)",
+                        why_new.c_str(), double(settle) / 1000, skey.c_str(), (long long)(fleet_ttl_ms_ / 1000))));
     return true;
 }
 

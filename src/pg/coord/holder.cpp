@@ -380,8 +380,8 @@ bool Holder::read_mark()
     //    own token first), and the state only grows. A clone or an older backup holds an older
     //    token; of two copies of one stopped directory, the first to claim
     //    writes its claim's token, so the second finds a token not its own.
-    own_mark_ = has && !stale &&
-                (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));
+    own_mark_ =
+        has && !stale && (confirmed(mark.token) || (mark.released && mark.token != 0 && mark.token == restart_token_));
     const int64_t wait = coord::takeover_wait_ms(has, mark, own_mark_, lease_ttl_ms_);
     if (wait > 0)
         publish_after_ms_ = std::max(publish_after_ms_, claimed_at_ms_ + wait);

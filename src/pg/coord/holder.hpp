@@ -169,7 +169,7 @@ private:
     void new_witness();
     coord::Witness witness_;
     coord::Revisions revisions_;
-    uint64_t distrusted_ = 0;    // the token of a history etcd went back on (0: none)
+    uint64_t distrusted_ = 0;       // the token of a history etcd went back on (0: none)
     bool history_failure_ = false;  // the last failed request failed because etcd's history went back
     // The history this life's counter values are the node's own under: taken
     // under it, or re-published under it before it settled (else retired:
@@ -229,7 +229,7 @@ private:
     bool renewed_ = false;          // the lease was renewed in this step: confirm the values held under it
     bool claim_raised_ = false;     // this claim raised the slots above a mark not its own
     coord::Episode episodes_[int(Condition::count)];
-    int last_error_kind_ = -1;  // the condition that wrote last_error (-1: none)
+    int last_error_kind_ = -1;     // the condition that wrote last_error (-1: none)
     int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
 };
 

@@ -23,12 +23,9 @@ namespace shardid::pg {
 
 namespace {
 
-const char* const condition_words[] = {"etcd unreachable",
-                                       "etcd refused this node's credentials",
-                                       "the node id refused",
-                                       "a key edited by hand",
-                                       "the shard values held unconfirmed",
-                                       "etcd's history gone back (the new history made)"};
+const char* const condition_words[] = {
+    "etcd unreachable",     "etcd refused this node's credentials", "the node id refused",
+    "a key edited by hand", "the shard values held unconfirmed",    "etcd's history gone back (the new history made)"};
 static_assert(std::size(condition_words) == size_t(Condition::count), "a word for every condition");
 
 }  // namespace

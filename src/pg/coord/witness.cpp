@@ -36,7 +36,8 @@ bool Holder::txn(std::vector<etcd::Compare> compare, std::vector<etcd::Op> succe
                  etcd::Txn* out, std::string* why, bool ping)
 {
     history_failure_ = false;
-    const bool writes = ping || std::any_of(success.begin(), success.end(), [](const etcd::Op& op) { return op.put || op.del; });
+    const bool writes =
+        ping || std::any_of(success.begin(), success.end(), [](const etcd::Op& op) { return op.put || op.del; });
     const bool witnessed = writes && !lease_.empty() && witness_.lease() == lease_;
     if (witnessed) {
         compare.push_back(witness_.compare());
@@ -99,9 +100,9 @@ bool Holder::lease_vanished()
     const std::string old = lease_;
     etcd::RangePage page;
     std::string error, why;
-    const bool answered = witness_.revision() == 0 ||
-                          client_.range_page(etcd::encode_range_page(witness_.key(), "", 1, witness_.revision(), false),
-                                             &page, &error);
+    const bool answered =
+        witness_.revision() == 0 ||
+        client_.range_page(etcd::encode_range_page(witness_.key(), "", 1, witness_.revision(), false), &page, &error);
     if (!answered && client_.last_failure() == etcd::Failure::transport) {
         failed("lease " + old + " has expired in etcd; could not read what etcd kept of it", error);
         return false;
@@ -116,7 +117,8 @@ bool Holder::lease_vanished()
         return true;
     case coord::Witness::Kept::lost: went_back("lease " + old + " is gone, and " + why); return true;
     case coord::Witness::Kept::unknown:
-        went_back("lease " + old + " is gone, and " + why + ": a history that cannot be shown to be the same is "
+        went_back("lease " + old + " is gone, and " + why +
+                  ": a history that cannot be shown to be the same is "
                   "taken for a new one");
         return true;
     }

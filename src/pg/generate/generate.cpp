@@ -31,11 +31,12 @@ Status next_tick_too_far(const Layout& layout, const LatchClock& clock)
     const int64_t in_ms = clock.wanted_ms - clock.now_ms();
     return Status::fail(Error::wait_exceeded, "the next ID of layout %s comes in its next tick, in %.1f s", layout.name,
                         double(in_ms) / 1000)
-        .with_detail("The layout's tick in progress is used up: by this node's IDs, or by another holder's of the "
-                     "shard, which a claim continues above (a layout whose ticks are longer than a second continues "
-                     "in the tick after its previous holder's, or after the tick in which etcd's history settled). "
-                     "With node ids from etcd no generator waits longer than shardid.etcd_wait (%d ms; a second at least).",
-                     etcd_wait_ms)
+        .with_detail(
+            "The layout's tick in progress is used up: by this node's IDs, or by another holder's of the "
+            "shard, which a claim continues above (a layout whose ticks are longer than a second continues "
+            "in the tick after its previous holder's, or after the tick in which etcd's history settled). "
+            "With node ids from etcd no generator waits longer than shardid.etcd_wait (%d ms; a second at least).",
+            etcd_wait_ms)
         .with_hint("Try again once the next tick has begun (%s), raise shardid.etcd_wait, or use a layout with "
                    "shorter ticks.",
                    utc_text(clock.wanted_ms).text);

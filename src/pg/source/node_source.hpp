@@ -30,7 +30,7 @@ struct SourceTicket {
     // generation), and the layout's tick length.
     int claim = -1;
     uint64_t claim_generation = 0;
-    uint64_t claim_epoch = 0;      // the claim table's epoch the value was seen held under
+    uint64_t claim_epoch = 0;     // the claim table's epoch the value was seen held under
     void* claim_cache = nullptr;  // the backend's cache entry of the value (src/pg/source/shard_claims.cpp)
     int64_t unit_ms = 1;
     uint64_t word = 0;  // the ID's packed (tick, sequence), set once it is made

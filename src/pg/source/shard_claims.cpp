@@ -32,17 +32,6 @@ namespace shardid::pg {
 
 namespace {
 
-ShardClaims* table = nullptr;
-
-// Linear probing stays short below two thirds full.
-int table_size(int capacity)
-{
-    int size = 16;
-    while (size < 3 * (capacity + max_slots) / 2)
-        size *= 2;
-    return size;
-}
-
 // The share of `oid` in `shares` (adding it when `add`), or -1.
 int share_of(ClaimShare* shares, Oid oid, bool add)
 {
@@ -72,43 +61,44 @@ int full_database_count = 0, full_role_count = 0;
 // against them if so.
 FullShare take_share(ShardClaim& e)
 {
-    const int capacity = table->capacity;
+    const int capacity = claims_table->capacity;
     const int db_cap = std::max(1, capacity / 2), role_cap = std::max(1, capacity / 4);
-    const int db = share_of(table->databases, MyDatabaseId, false), role = share_of(table->roles, GetUserId(), false);
+    const int db = share_of(claims_table->databases, MyDatabaseId, false),
+              role = share_of(claims_table->roles, GetUserId(), false);
     FullShare full = FullShare::none;
-    if (table->in_use.load() >= capacity)
+    if (claims_table->in_use.load() >= capacity)
         full = FullShare::node;
-    else if (db >= 0 && table->databases[db].count >= db_cap)
+    else if (db >= 0 && claims_table->databases[db].count >= db_cap)
         full = FullShare::database;
-    else if (!caller_is_superuser && role >= 0 && table->roles[role].count >= role_cap)
+    else if (!caller_is_superuser && role >= 0 && claims_table->roles[role].count >= role_cap)
         full = FullShare::role;
     if (full != FullShare::none) {
         // Who holds the most of the pool (the refusal names them).
         int top_db = -1, top_role = -1;
         for (int i = 0; i < claim_share_slots; i++) {
-            if (table->databases[i].oid != InvalidOid &&
-                (top_db < 0 || table->databases[i].count > table->databases[top_db].count))
+            if (claims_table->databases[i].oid != InvalidOid &&
+                (top_db < 0 || claims_table->databases[i].count > claims_table->databases[top_db].count))
                 top_db = i;
-            if (table->roles[i].oid != InvalidOid &&
-                (top_role < 0 || table->roles[i].count > table->roles[top_role].count))
+            if (claims_table->roles[i].oid != InvalidOid &&
+                (top_role < 0 || claims_table->roles[i].count > claims_table->roles[top_role].count))
                 top_role = i;
         }
-        full_database = top_db >= 0 ? table->databases[top_db].oid : InvalidOid;
-        full_database_count = top_db >= 0 ? table->databases[top_db].count : 0;
-        full_role = top_role >= 0 ? table->roles[top_role].oid : InvalidOid;
-        full_role_count = top_role >= 0 ? table->roles[top_role].count : 0;
+        full_database = top_db >= 0 ? claims_table->databases[top_db].oid : InvalidOid;
+        full_database_count = top_db >= 0 ? claims_table->databases[top_db].count : 0;
+        full_role = top_role >= 0 ? claims_table->roles[top_role].oid : InvalidOid;
+        full_role_count = top_role >= 0 ? claims_table->roles[top_role].count : 0;
         return full;
     }
-    const int new_db = share_of(table->databases, MyDatabaseId, true),
-              new_role = share_of(table->roles, GetUserId(), true);
+    const int new_db = share_of(claims_table->databases, MyDatabaseId, true),
+              new_role = share_of(claims_table->roles, GetUserId(), true);
     if (new_db < 0 || new_role < 0)
         return FullShare::node;  // more databases or roles hold values than the shares track
-    table->databases[new_db].count++;
-    table->roles[new_role].count++;
+    claims_table->databases[new_db].count++;
+    claims_table->roles[new_role].count++;
     e.database_share = int16(new_db);
     e.role_share = int16(new_role);
     e.pooled = true;
-    table->in_use.fetch_add(1);
+    claims_table->in_use.fetch_add(1);
     return FullShare::none;
 }
 
@@ -117,11 +107,11 @@ FullShare take_share(ShardClaim& e)
 // any role can ask for).
 FullShare take_pool(ShardClaim& e)
 {
-    if (table->in_use.load() >= table->capacity)
+    if (claims_table->in_use.load() >= claims_table->capacity)
         return FullShare::node;
     e.database_share = e.role_share = -1;
     e.pooled = true;
-    table->in_use.fetch_add(1);
+    claims_table->in_use.fetch_add(1);
     return FullShare::none;
 }
 
@@ -165,10 +155,10 @@ uint64_t mix(uint64_t k)
 // a lookup does not (the caller checks the entry's key again before use).
 int probe(uint64_t key, bool add)
 {
-    const int mask = table->size - 1;
+    const int mask = claims_table->size - 1;
     int reuse = -1;
-    for (int i = 0, at = int(mix(key) & uint64_t(mask)); i < table->size; i++, at = (at + 1) & mask) {
-        ShardClaim& e = table->entries[at];
+    for (int i = 0, at = int(mix(key) & uint64_t(mask)); i < claims_table->size; i++, at = (at + 1) & mask) {
+        ShardClaim& e = claims_table->entries[at];
         const uint64_t k = e.key.load(std::memory_order_acquire);
         if (k == key)
             return at;
@@ -184,8 +174,8 @@ int probe(uint64_t key, bool add)
     }
     if (!add || reuse < 0)
         return -1;
-    ShardClaim& e = table->entries[reuse];
-    bump_generation(table, e);
+    ShardClaim& e = claims_table->entries[reuse];
+    bump_generation(claims_table, e);
     e.key.store(key, std::memory_order_release);
     return reuse;
 }
@@ -207,90 +197,7 @@ CachedClaim& cached_of(uint64_t key, const Layout& layout)
     return cache[mix(key) & (cache_size - 1)];
 }
 
-Status full_table(FullShare full)
-{
-    const char* whose = full == FullShare::database ? "this database"
-                        : full == FullShare::role   ? "this role"
-                                                    : "this node";
-    return Status::fail(Error::limit_exceeded, "%s holds as many shard values as it may on this node", whose)
-        .with_detail("A node holds at most shardid.max_shard_claims = %d shard values besides its own ids, a "
-                     "database half of them, a role but a superuser a quarter; one unused for "
-                     "shardid.shard_idle_release is given back.",
-                     table->capacity)
-        .with_hint("Raise shardid.max_shard_claims in postgresql.conf and restart the server, or write fewer "
-                   "distinct shards from this node.");
-}
-
 }  // namespace
-
-const char* claim_state_name(ClaimState s)
-{
-    static const char* const names[] = {"free",        "claiming",  "held",
-                                        "held elsewhere", "refused", "taking over",
-                                        "releasing",   "ahead of the clock", "not declared"};
-    return names[int(s)];
-}
-
-ShardClaims* shard_claims() { return table; }
-
-namespace {
-
-shmem_request_hook_type prev_request_hook = nullptr;
-shmem_startup_hook_type prev_startup_hook = nullptr;
-
-Size claims_size()
-{
-    const int size = table_size(max_shard_claims);
-    // The struct is aligned to a cache line for its entries.
-    return add_size(add_size(sizeof(ShardClaims), mul_size(sizeof(ShardClaim), size)),
-                    add_size(mul_size(claim_note_size, size), alignof(ShardClaims)));
-}
-
-void request_hook()
-{
-    if (prev_request_hook)
-        prev_request_hook();
-    RequestAddinShmemSpace(claims_size());
-}
-
-void startup_hook()
-{
-    if (prev_startup_hook)
-        prev_startup_hook();
-    const Size size = claims_size();
-    bool found;
-    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
-    void* raw = ShmemInitStruct("shardid shard claims", size, &found);
-    auto* t = static_cast<ShardClaims*>(
-        reinterpret_cast<void*>(TYPEALIGN(alignof(ShardClaims), reinterpret_cast<uintptr_t>(raw))));
-    if (!found) {
-        memset(raw, 0, size);
-        SpinLockInit(&t->mutex);
-        t->capacity = max_shard_claims;
-        t->size = table_size(max_shard_claims);
-        t->epoch.store(1);
-        for (int i = 0; i < t->size; i++) {
-            t->entries[i].generation.store(1);
-            t->entries[i].database_share = t->entries[i].role_share = -1;
-        }
-    }
-    LWLockRelease(AddinShmemInitLock);
-    table = t;
-}
-
-}  // namespace
-
-void shard_claims_init()
-{
-    // Only a node whose ids come from etcd claims shard values (the
-    // coordinator runs only when preloaded).
-    if (!process_shared_preload_libraries_in_progress || !coord_enabled())
-        return;
-    prev_request_hook = shmem_request_hook;
-    shmem_request_hook = request_hook;
-    prev_startup_hook = shmem_startup_hook;
-    shmem_startup_hook = startup_hook;
-}
 
 bool held_cached(SlotState* slot, const Layout& layout, uint64_t value, SourceTicket* ticket)
 {
@@ -298,7 +205,7 @@ bool held_cached(SlotState* slot, const Layout& layout, uint64_t value, SourceTi
         return false;
     const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
     CachedClaim& cached = cached_of(key, layout);
-    if (cached.key != key || cached.epoch != table->epoch.load(std::memory_order_seq_cst))
+    if (cached.key != key || cached.epoch != claims_table->epoch.load(std::memory_order_seq_cst))
         return false;
     ticket->claim = cached.index;
     ticket->claim_generation = cached.generation;
@@ -307,15 +214,15 @@ bool held_cached(SlotState* slot, const Layout& layout, uint64_t value, SourceTi
     return true;
 }
 
-bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared,
-                SourceTicket* ticket, Status* status)
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared, SourceTicket* ticket,
+                Status* status)
 {
     const uint64_t key = claim_key(int(reinterpret_cast<Slot*>(slot) - shared->slots), value);
     CachedClaim& cached = cached_of(key, layout);
     // Seen held under this epoch: held still, with the generation seen
     // then (no change of any entry since). A layout with long ticks goes on
     // below (its used time, before a wait for the next tick).
-    const uint64_t epoch = table->epoch.load(std::memory_order_seq_cst);
+    const uint64_t epoch = claims_table->epoch.load(std::memory_order_seq_cst);
     if (cached.key == key && cached.epoch == epoch && layout.unit_ms <= 1000) {
         ticket->claim = cached.index;
         ticket->claim_generation = cached.generation;
@@ -324,22 +231,22 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
         return true;
     }
     int at = cached.key == key ? cached.index : -1;
-    if (at < 0 || table->entries[at].key.load(std::memory_order_acquire) != key) {
+    if (at < 0 || claims_table->entries[at].key.load(std::memory_order_acquire) != key) {
         at = probe(key, false);
         if (at < 0) {
-            SpinLockAcquire(&table->mutex);
+            SpinLockAcquire(&claims_table->mutex);
             at = probe(key, true);
-            SpinLockRelease(&table->mutex);
+            SpinLockRelease(&claims_table->mutex);
         }
         if (at < 0) {
             last_refusal = int(ClaimRefusal::table_full);
             last_full = FullShare::none;
-            *status = full_table(FullShare::node);
+            *status = claim_table_full(int(FullShare::node), claims_table->capacity);
             return false;
         }
         cached = CachedClaim{key, 0, 0, 0, at};
     }
-    ShardClaim& e = table->entries[at];
+    ShardClaim& e = claims_table->entries[at];
     // The epoch first, then the entry (bump_generation() changes them the
     // other way round): held under it means held while it stays.
     const uint64_t gen = e.generation.load(std::memory_order_seq_cst);
@@ -367,12 +274,7 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
     if (state == ClaimState::undeclared || (state == ClaimState::releasing && e.undeclared.load())) {
         last_refusal = int(ClaimRefusal::outside_shards);
         e.wanted_ms.store(fence_clock_ms(), std::memory_order_relaxed);
-        *status =
-            Status::fail(Error::not_configured, "shard %llu is not one of this node's shards",
-                         (unsigned long long)value)
-                .with_detail("shardid.shards, as this node read it at its last reload, does not list it (a range "
-                             "of shards moved to another node); an ID with it could equal one its new owner issues.")
-                .with_hint("Write this shard's rows on the node that owns it now.");
+        *status = claim_refused(ClaimState::undeclared, "", value, layout.name);
         return false;
     }
     // Not held: ask the coordinator for it.
@@ -381,7 +283,7 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
         e.own_id.store(true);
     if (state == ClaimState::free) {
         FullShare full = FullShare::none;
-        SpinLockAcquire(&table->mutex);
+        SpinLockAcquire(&claims_table->mutex);
         if (e.key.load() == key && e.state.load() == int(ClaimState::free)) {
             // The node's own id is outside the pool: no role or database
             // can take the space it needs.
@@ -395,65 +297,39 @@ bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_
                 e.state.store(int(ClaimState::wanted), std::memory_order_release);
             }
         }
-        SpinLockRelease(&table->mutex);
+        SpinLockRelease(&claims_table->mutex);
         if (full != FullShare::none) {
             last_refusal = int(ClaimRefusal::table_full);
             last_full = full;
-            *status = full_table(full);
+            *status = claim_table_full(int(full), claims_table->capacity);
             return false;
         }
     }
     if (Latch* latch = coord_shared().worker_latch.load(std::memory_order_acquire))
         SetLatch(latch);
     char note[claim_note_size];
-    SpinLockAcquire(&table->mutex);
+    SpinLockAcquire(&claims_table->mutex);
     strlcpy(note, claim_note(e), sizeof note);
-    SpinLockRelease(&table->mutex);
-    const unsigned long long v = (unsigned long long)value;
-    if (state == ClaimState::busy) {
-        last_refusal = int(ClaimRefusal::held_elsewhere);
-        *status = Status::fail(Error::not_claimed, "shard %llu of layout %s is held by another node", v, layout.name)
-                      .with_detail("%s holds shard %llu of this layout's claim space in etcd; a node issues IDs "
-                                   "with a shard only while it holds it, so that no two nodes issue one ID.",
-                                   note[0] ? note : "Another node", v)
-                      .with_hint("Write this shard's rows on that node, or release it there with "
-                                 "shardid_release_shard(); docs/sharding.md describes moving a shard.");
-    } else if (state == ClaimState::ahead) {
-        *status = Status::fail(Error::clock_lead_exceeded,
-                               "shard %llu of layout %s continues above IDs ahead of this node's clock", v, layout.name)
-                      .with_detail("%s", note[0] ? note : "Its previous holder's IDs lie too far ahead.")
-                      .with_hint("Wait until this node's clock is within shardid.max_clock_lead of those IDs' "
-                                 "time, or raise shardid.max_clock_lead.");
-    } else if (state == ClaimState::refused) {
-        last_refusal = int(ClaimRefusal::edited_by_hand);
-        *status = Status::fail(Error::not_claimed, "shard %llu of layout %s cannot be claimed", v, layout.name)
-                      .with_detail("Its keys in etcd hold what no holder could have written as this node sees "
-                                   "it: edited by hand, or a mark of a node whose clock ran far ahead (until "
-                                   "this node's clock comes near it).")
-                      .with_hint("shardid_shard_claims() (superusers and pg_monitor) and the server log name the "
-                                 "key.");
-    } else {
-        last_refusal = int(ClaimRefusal::not_claimed_in_time);
-        *status =
-            Status::fail(Error::not_claimed, "this node does not hold shard %llu of layout %s yet", v, layout.name)
-                .with_detail("IDs with a shard are issued only while this node holds it in etcd; the "
-                             "coordinator is claiming it (state \"%s\").",
-                             claim_state_name(state))
-                .with_hint("See SELECT * FROM shardid_shard_claims(); and SELECT * FROM "
-                           "shardid_coordination(); for the last error.");
-    }
+    SpinLockRelease(&claims_table->mutex);
+    last_refusal = int(state == ClaimState::busy      ? ClaimRefusal::held_elsewhere
+                       : state == ClaimState::refused ? ClaimRefusal::edited_by_hand
+                       : state == ClaimState::ahead   ? ClaimRefusal::count
+                                                      : ClaimRefusal::not_claimed_in_time);
+    if (last_refusal == int(ClaimRefusal::count))
+        last_refusal = -1;
+    *status = claim_refused(state, note, value, layout.name);
     return false;
 }
 
 bool confirm_claim(const SourceTicket& ticket, int64_t used_ms, uint64_t word, Status* status)
 {
-    ShardClaim& e = table->entries[ticket.claim];
+    ShardClaim& e = claims_table->entries[ticket.claim];
     auto* cached = static_cast<CachedClaim*>(ticket.claim_cache);
     // The epoch unchanged since the value was seen held: held still (the
     // caller's fence orders this after the ID's step of its slot), its used
     // time written every 100 ms. Only layouts of ticks up to a second go
     // this way, which keep no bound (coord::keeps_bound()).
-    if (table->epoch.load(std::memory_order_seq_cst) == ticket.claim_epoch && cached != nullptr &&
+    if (claims_table->epoch.load(std::memory_order_seq_cst) == ticket.claim_epoch && cached != nullptr &&
         cached->key != 0 && cached->index == ticket.claim && ticket.unit_ms <= 1000) {
         if (used_ms - cached->used_ms >= 100) {
             cached->used_ms = used_ms;
@@ -462,7 +338,7 @@ bool confirm_claim(const SourceTicket& ticket, int64_t used_ms, uint64_t word, S
         return true;
     }
     if (e.generation.load(std::memory_order_seq_cst) != ticket.claim_generation ||
-               e.state.load(std::memory_order_seq_cst) != int(ClaimState::held)) {
+        e.state.load(std::memory_order_seq_cst) != int(ClaimState::held)) {
         last_refusal = int(ClaimRefusal::not_claimed_in_time);
         *status = Status::fail(Error::not_claimed, "this node gave up a shard while issuing an ID with it")
                       .with_detail("The shard was released or its claim lost; no ID was handed out under it.")
@@ -510,10 +386,10 @@ bool want_declared(int slot, uint64_t value)
 {
     const uint64_t key = claim_key(slot, value);
     bool ok = false;
-    SpinLockAcquire(&table->mutex);
+    SpinLockAcquire(&claims_table->mutex);
     const int at = probe(key, true);
     if (at >= 0) {
-        ShardClaim& e = table->entries[at];
+        ShardClaim& e = claims_table->entries[at];
         ok = true;
         if (e.state.load() == int(ClaimState::free)) {
             e.own_id.store(false);
@@ -528,13 +404,13 @@ bool want_declared(int slot, uint64_t value)
             e.undeclared.store(false);
         }
     }
-    SpinLockRelease(&table->mutex);
+    SpinLockRelease(&claims_table->mutex);
     return ok;
 }
 
 void name_claim_holders(Status* status)
 {
-    if (status->error != Error::limit_exceeded || last_full == FullShare::none || table == nullptr)
+    if (status->error != Error::limit_exceeded || last_full == FullShare::none || claims_table == nullptr)
         return;
     last_full = FullShare::none;
     // Who holds the space, to those who may see every role's claims.
@@ -566,11 +442,5 @@ void count_generation_refusal(GenerationRefusal why)
 }
 
 int find_claim(uint64_t key) { return probe(key, false); }
-
-char* claim_note(const ShardClaim& e)
-{
-    char* notes = reinterpret_cast<char*>(&table->entries[table->size]);
-    return notes + claim_note_size * size_t(&e - table->entries);
-}
 
 }  // namespace shardid::pg

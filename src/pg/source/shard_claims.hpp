@@ -43,6 +43,13 @@ enum class ClaimState : int {
     undeclared,   // shardid.shards, as the coordinator last read it, does not list it: never claimed
 };
 const char* claim_state_name(ClaimState s);
+// The refusal of a value a generator may not use now, in `state`, with the
+// entry's note (src/pg/source/claim_words.cpp): releasing is a value
+// shardid.shards no longer lists (the only way a generator is told of one).
+Status claim_refused(ClaimState state, const char* note, uint64_t value, const char* layout);
+// The refusal of a value for a full pool or share: whose 1 the node's,
+// 2 the database's, 3 the role's.
+Status claim_table_full(int whose, int capacity);
 
 // One value's entry. Generators read the first fields on every ID: they
 // share a cache line (the entry is aligned to one), and the note lives
@@ -124,8 +131,10 @@ inline void bump_generation(ShardClaims* t, ShardClaim& e)
 void release_shares_locked(ShardClaims* t, ShardClaim* e);
 
 // The table (nullptr without a coordinator: shardid.node_id_source is not
-// etcd, or shardid is not preloaded).
+// etcd, or shardid is not preloaded; src/pg/source/claim_table.cpp makes
+// it). claims_table is the same, for the generators' side in this room.
 ShardClaims* shard_claims();
+extern ShardClaims* claims_table;
 // Called from _PG_init when preloading: asks for the table's shared memory
 // and makes it in the postmaster's shmem hooks.
 void shard_claims_init();
@@ -145,8 +154,8 @@ inline int64_t claim_value(uint64_t key) { return int64_t(key & 0xffffffffu); }
 // `declared`: an explicit shard shardid.shards declares (in the pool, in
 // no role's or database's share).
 struct SourceTicket;
-bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared,
-                SourceTicket* ticket, Status* status);
+bool hold_claim(SlotState* slot, const Layout& layout, uint64_t value, bool own_id, bool declared, SourceTicket* ticket,
+                Status* status);
 // Whether the value is held as this backend last saw it (the claim table's
 // epoch unchanged since, a layout of ticks up to a second): the ticket
 // filled as hold_claim() fills it; false says nothing (hold_claim()).
