@@ -20,26 +20,6 @@ std::string history_value(const History& h)
     return buf;
 }
 
-namespace {
-
-// Exactly 16 lowercase hex digits, not all zero.
-bool parse_token(const std::string& text, uint64_t* out)
-{
-    if (text.size() != 16)
-        return false;
-    uint64_t t = 0;
-    for (char c : text) {
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return false;
-        t = t << 4 | uint64_t(d);
-    }
-    *out = t;
-    return t != 0;
-}
-
-}  // namespace
-
 bool parse_history(const std::string& text, History* out)
 {
     *out = History{};

@@ -69,6 +69,23 @@ int id_of_key(const std::string& prefix, const char* kind, const std::string& ke
     return int(id);
 }
 
+bool parse_hex16(const std::string& text, uint64_t* out)
+{
+    if (text.size() != 16)
+        return false;
+    uint64_t t = 0;
+    for (char c : text) {
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return false;
+        t = t << 4 | uint64_t(d);
+    }
+    *out = t;
+    return true;
+}
+
+bool parse_token(const std::string& text, uint64_t* out) { return parse_hex16(text, out) && *out != 0; }
+
 bool parse_count(const std::string& text, int64_t* out)
 {
     if (text.empty() || text.size() > 19)
@@ -154,18 +171,10 @@ bool parse_mark(const std::string& text, Mark* out)
         return false;
     const std::string end = text.substr(0, sp), token = text.substr(sp + 1, sp2 - sp - 1),
                       ttl = text.substr(sp2 + 1, sp3 - sp2 - 1), state = text.substr(sp3 + 1);
-    if (!parse_count(end, &out->end_ms) || token.size() != 16 || !parse_count(ttl, &out->ttl_ms) ||
+    uint64_t t = 0;
+    if (!parse_count(end, &out->end_ms) || !parse_token(token, &t) || !parse_count(ttl, &out->ttl_ms) ||
         out->ttl_ms < min_lease_ttl_s * 1000 || out->ttl_ms > max_lease_ttl_s * 1000 ||
         (state != "held" && state != "released"))
-        return false;
-    uint64_t t = 0;
-    for (char c : token) {
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return false;
-        t = t << 4 | uint64_t(d);
-    }
-    if (t == 0)
         return false;
     out->token = t;
     out->released = state == "released";

@@ -280,6 +280,10 @@ int id_of_key(const std::string& prefix, const char* kind, const std::string& ke
 // A non-negative decimal integer value, exactly: digits only, no sign,
 // no spaces, at most int64's maximum; false for anything else.
 bool parse_count(const std::string& text, int64_t* out);
+// Exactly 16 lowercase hex digits; false for anything else. A token of a
+// node mark or a history: the same, not all zero.
+bool parse_hex16(const std::string& text, uint64_t* out);
+bool parse_token(const std::string& text, uint64_t* out);
 
 // Who holds an id: the record in its node key (not the glue's pg::Holder,
 // the worker's claim in progress).

@@ -96,17 +96,11 @@ bool parse_shard_mark(const std::string& text, int max_holder, ShardMark* out)
     *out = ShardMark{};
     const std::vector<std::string> f = split(text, ' ');
     int64_t floor = 0, holder = 0, word = 0, bound = 0;
-    if (f.size() != 6 || !parse_int(f[0], &floor) || floor < 0 || f[1].size() != 16 || !parse_int(f[2], &holder) ||
-        holder < 0 || holder > max_holder || (f[3] != "held" && f[3] != "released") || !parse_int(f[4], &word) ||
-        word < 0 || !parse_int(f[5], &bound) || bound < 0 || (bound != 0 && f[3] != "held"))
-        return false;
     uint64_t token = 0;
-    for (char c : f[1]) {
-        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return false;
-        token = token << 4 | uint64_t(d);
-    }
+    if (f.size() != 6 || !parse_int(f[0], &floor) || floor < 0 || !parse_hex16(f[1], &token) ||
+        !parse_int(f[2], &holder) || holder < 0 || holder > max_holder || (f[3] != "held" && f[3] != "released") ||
+        !parse_int(f[4], &word) || word < 0 || !parse_int(f[5], &bound) || bound < 0 || (bound != 0 && f[3] != "held"))
+        return false;
     out->floor_ms = floor;
     out->token = token;
     out->holder = int(holder);
