@@ -69,10 +69,20 @@ void wait_for_worker(TimestampTz since, const char* message, const char* detail,
         count_generation_refusal(GenerationRefusal::waiting);
         char err[512];
         last_error(err, sizeof err);
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", message),
-                        errdetail("%s%sWaited %d ms (shardid.etcd_wait); the coordinator's last error: %s.", detail,
-                                  detail[0] ? " " : "", etcd_wait_ms, err),
-                        errhint("%s", hint)));
+        // A settling lengthened the wait: by how much, and why.
+        char waited[256];
+        if (settling_seen > since)
+            snprintf(waited, sizeof waited,
+                     "Waited %.1f s: etcd's history under the prefix settled meanwhile (a new prefix, or etcd lost "
+                     "its data: a lease TTL and its margin, of the longest TTL under the prefix), then %d ms "
+                     "(shardid.etcd_wait)",
+                     double(now - since) / USECS_PER_SEC, etcd_wait_ms);
+        else
+            snprintf(waited, sizeof waited, "Waited %d ms (shardid.etcd_wait)", etcd_wait_ms);
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE), errmsg("%s", message),
+                 errdetail("%s%s%s; the coordinator's last error: %s.", detail, detail[0] ? " " : "", waited, err),
+                 errhint("%s", hint)));
     }
     wake_worker();
     ConditionVariableTimedSleep(&coord_shared().changed, 50, wait_event("ShardidEtcd", &etcd_event));
