@@ -50,6 +50,7 @@ skip_suite() {
 broken() { log "$1: $2"; record "$1" 0 1; }
 
 finish() {
+    [ -s "${SHARDID_FAILS:-}" ] && cat "$SHARDID_FAILS"
     [ ${#failures[@]} -gt 0 ] && log "failed: ${failures[*]}"
     local s
     for s in "${skipped[@]}"; do echo "skipped: $s"; done
@@ -78,6 +79,9 @@ record_script() {
         return 0
     fi
     count_lines "$out"
+    # Its FAIL lines again at the very end of the test command (CI's log
+    # keeps only the end).
+    [ -n "${SHARDID_FAILS:-}" ] && [ -w "$(dirname "$SHARDID_FAILS")" ] && grep '^FAIL' <<<"$out" | sed "s|^FAIL |FAIL $name: |" >>"$SHARDID_FAILS" 2>/dev/null
     if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
         tail -20 <<<"$out"
         echo "FAIL $name exited with status $rc"

@@ -54,6 +54,8 @@ if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ] &&
 fi
 lanes=$(mktemp -d)
 chmod 755 "$lanes"
+# Every script suite's FAIL lines, repeated before the final count.
+export SHARDID_FAILS=$lanes/fails
 trap 'rm -rf "$lanes"; case ${TMPDIR:-} in /dev/shm/shardid-test.*) rm -rf "$TMPDIR" ;; esac' EXIT
 
 # lane NAME NICENESS FUNCTION: FUNCTION in the background, its results in
