@@ -5,7 +5,8 @@
 # (scripts/roots.sh), then copied into PostgreSQL's directories when a suite
 # needs it. Source it after scripts/lib.sh and scripts/roots.sh.
 #
-#   citus_source        the directory holding the tarball (1: none; says why)
+#   citus_source [VERSION]  the directory holding the tarball of VERSION (by
+#                       default this PostgreSQL's Citus; 1: none; says why)
 #   citus_ensure        build and stage Citus unless cached (the recipe: the
 #                       tarball's and the patch's checksums, the PostgreSQL)
 #   citus_install       copy the staged files into PostgreSQL's directories
@@ -37,14 +38,14 @@ case $CITUS_VERSION in
 esac
 
 citus_source() {
-    local d
+    local d version=${1:-$CITUS_VERSION}
     for d in ${SHARDID_VENDOR:-} "$PWD/../shared/vendor" "$PWD/scripts/citus"; do
-        if [ -f "$d/citus-$CITUS_VERSION.tar.gz" ]; then
+        if [ -f "$d/citus-$version.tar.gz" ]; then
             (cd "$d" && pwd)
             return 0
         fi
     done
-    echo "no citus-$CITUS_VERSION.tar.gz in \$SHARDID_VENDOR or ../shared/vendor next to this clone" >&2
+    echo "no citus-$version.tar.gz in \$SHARDID_VENDOR or ../shared/vendor next to this clone" >&2
     return 1
 }
 
@@ -163,11 +164,12 @@ citus_available() {
 citus_supports() { [ "$(citus_version_for "$1")" != none ]; }
 citus_unsupported_why() { echo "no Citus release supports PostgreSQL $1 yet (Citus 14.0.1: 16 to 18; 13.2.2: 15 to 17)"; }
 # citus_root_ensure V: the vendored source into V's root (/build/vendor),
-# then Citus built and staged inside it (cached there, like the root).
+# then Citus built and staged inside it (cached there, like the root). The
+# tarball is V's Citus, whatever this machine's own PostgreSQL is.
 # Needs root_copy_source V first (the build runs these scripts).
 citus_root_ensure() {
     local v=$1 src dest
-    src=$(citus_source) || return 1
+    src=$(citus_source "$(citus_version_for "$v")") || return 1
     dest="$(root_dir "$v")/build/vendor"
     as_root rm -rf "$dest" && as_root mkdir -p "$dest" && as_root cp -a "$src/." "$dest/" || return 1
     root_run "$v" env PG_MAJOR="$v" SHARDID_VENDOR=/build/vendor bash -c \

@@ -124,7 +124,7 @@ root_prepare() {
     local v=$1
     root_ensure "$v" || return 1
     root_copy_source "$v" || return 1
-    if citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && citus_source >/dev/null 2>&1; then
+    if citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && citus_source "$(citus_version_for "$v")" >/dev/null 2>&1; then
         citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root"
     fi
     return 0

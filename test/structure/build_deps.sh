@@ -92,3 +92,20 @@ for runner in test/nemesis/run.sh test/citus/nemesis_run.sh; do
     grep -q 'apt-get install.* python3-psycopg2' "$tmp/ran" && pass "$runner alone installs python3-psycopg2 on a fresh machine" ||
         fail "$runner alone would not install python3-psycopg2 (its ensure_packages line: ${line:-none})"
 done
+# A Debian root's Citus is the release of the root's PostgreSQL, whatever
+# this machine's own is (issue 65: a vendor folder holding only Citus
+# 14.0.1 was skipped for the 18 root, "no citus-13.2.2.tar.gz", because the
+# tarball was chosen by the host's PostgreSQL 15). The root's side is
+# recorded, not run; no ../shared/vendor beside the working directory.
+mkdir -p "$tmp/vendor14" "$tmp/root18/build" "$tmp/elsewhere/clone"
+: >"$tmp/vendor14/citus-14.0.1.tar.gz"
+out=$( (. scripts/roots.sh && . scripts/citus.sh
+        root_dir() { echo "$tmp/root$1"; }
+        root_run() { echo "ROOT $*"; }
+        as_root() { "$@"; }
+        export SHARDID_VENDOR=$tmp/vendor14 PG_MAJOR=15
+        cd "$tmp/elsewhere/clone" && citus_root_ensure 18) 2>&1)
+rc=$?
+[ "$rc" = 0 ] && [ -f "$tmp/root18/build/vendor/citus-14.0.1.tar.gz" ] && grep -q '^ROOT 18 .*citus_ensure' <<<"$out" &&
+    pass "citus_root_ensure 18 on a PostgreSQL 15 machine takes citus-14.0.1.tar.gz from a folder holding only it" ||
+    fail "citus_root_ensure 18 on a PostgreSQL 15 machine with only citus-14.0.1.tar.gz: exit $rc, $(tail -1 <<<"$out")"
