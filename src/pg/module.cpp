@@ -1,6 +1,6 @@
-// PG_MODULE_MAGIC and _PG_init: the settings (src/pg/base/settings.cpp), shared
-// memory, the WAL resource manager, the coordinator worker and the utility
-// hook.
+// PG_MODULE_MAGIC and _PG_init: the settings (src/pg/base/settings.cpp), the
+// statement count (src/pg/base/statement.cpp), shared memory, the WAL
+// resource manager, the coordinator worker and the utility hook.
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -12,6 +12,7 @@ extern "C" {
 #include "pg/citus/citus.hpp"
 #include "pg/generate/layouts.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/base/statement.hpp"
 #include "pg/source/shard_claims.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/wal.hpp"
@@ -35,10 +36,19 @@ void utility_hook(PlannedStmt* pstmt, const char* query, bool read_only, Process
     using namespace shardid::pg;
     Node* stmt = pstmt->utilityStmt;
     carriers_before_drop(stmt);
-    if (prev_utility)
-        prev_utility(pstmt, query, read_only, context, params, env, dest, qc);
-    else
-        standard_ProcessUtility(pstmt, query, read_only, context, params, env, dest, qc);
+    statement_utility_begin();
+    PG_TRY();
+    {
+        if (prev_utility)
+            prev_utility(pstmt, query, read_only, context, params, env, dest, qc);
+        else
+            standard_ProcessUtility(pstmt, query, read_only, context, params, env, dest, qc);
+    }
+    PG_FINALLY();
+    {
+        statement_utility_end();
+    }
+    PG_END_TRY();
     if (IsA(stmt, CreateExtensionStmt) && strcmp(castNode(CreateExtensionStmt, stmt)->extname, "shardid") == 0)
         key_ring_created();
 }
@@ -49,6 +59,7 @@ void _PG_init(void)
 {
     using namespace shardid::pg;
     define_settings();
+    statement_init();
     shmem_init();
     citus_init();
     shard_claims_init();

@@ -28,6 +28,9 @@
 #   2d a change of the ring prepared on a worker whose COMMIT PREPARED was
 #     lost: every backend of the worker refuses the key until Citus'
 #     recovery commits it, then uses the coordinator's new secret.
+#   2e a key changed on the coordinator while a worker runs one message of
+#     several statements, or a DO block that commits: each statement after
+#     the change uses the new secret.
 #   3 a load through all three nodes for CITUS_SECONDS (60) on every write
 #     path (test/citus/load.py: router, multi-row, COPY, reference table,
 #     tenant schemas, INSERT ... SELECT pushed down and repartitioned),
@@ -419,6 +422,31 @@ q c -c "ALTER SYSTEM RESET citus.recover_2pc_interval" -c "SELECT pg_reload_conf
 else
     ring_pulled
 fi
+
+# --- 2e: a key changed while one message of a worker's runs --------------------------
+# The unit of a key's confirmation is the statement, on every node: the
+# statements of one protocol message, and a DO block's transactions, each
+# use the key the coordinator has when they start. Issue 65: a worker (18,
+# keys read from the coordinator) used the old secret 2.5 s after the change
+# committed in both cases, its cache keyed on statement_timestamp(), which
+# PostgreSQL moves once per message and keeps through a COMMIT inside a
+# procedure or DO block.
+q c -c "SELECT create_obfuscation_key('turn')" >/dev/null
+turn_before=$(q c -c "SELECT obfuscate_id(42, 'turn')")
+q w1 -c "SELECT obfuscate_id(42, 'turn'); SELECT pg_sleep(3); SELECT obfuscate_id(42, 'turn')" >"$cwork/turn.message" 2>&1 &
+turner=$!
+q w2 -c "DO \$\$ DECLARE a bigint; b bigint; BEGIN a := obfuscate_id(42, 'turn'); PERFORM pg_sleep(3); COMMIT;
+         b := obfuscate_id(42, 'turn'); RAISE NOTICE 'turn % %', a, b; END \$\$" >"$cwork/turn.do" 2>&1 &
+turner2=$!
+sleep 1.2
+q c -c "UPDATE shardid_key SET secret = shardid_random_key() WHERE name = 'turn'" >/dev/null
+turn_after=$(q c -c "SELECT obfuscate_id(42, 'turn')")
+wait $turner $turner2
+check "w1, one message of three statements across a key change: its first uses the old secret, its last the new one" \
+    "$turn_before  $turn_after" "$(tr '\n' ' ' <"$cwork/turn.message" | sed 's/ *$//')"
+check "w2, a DO block that COMMITs across a key change: the new secret after its COMMIT" \
+    "turn $turn_before $turn_after" "$(sed -n 's/.*NOTICE: *//p' "$cwork/turn.do")"
+q c -c "SELECT drop_obfuscation_key('turn')" >/dev/null
 
 # --- 3: the load -----------------------------------------------------------------
 q c >/dev/null <<'SQL'

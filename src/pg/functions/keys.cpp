@@ -27,6 +27,7 @@ extern "C" {
 #include "core/schemes.hpp"
 #include "pg/base/catalog.hpp"
 #include "pg/base/guard.hpp"
+#include "pg/base/statement.hpp"
 #include "pg/functions/keys.hpp"
 #include "pg/generate/generate.hpp"
 #include "pg/generate/layouts.hpp"
@@ -59,9 +60,9 @@ struct CachedKey {
     uint64 confirmed = 0;
     // Sent by a coordinator (shardid_key.from_coordinator).
     bool from_coordinator = false;
-    // The statement (its start) in which a Citus worker last found no
-    // change of this key prepared and not yet committed.
-    TimestampTz unchanged_in = 0;
+    // The statement (statement_number()) in which a Citus worker last found
+    // no change of this key prepared and not yet committed.
+    uint64 unchanged_in = 0;
 };
 CachedKey keys[max_keys];
 int n_keys = 0;
@@ -234,16 +235,16 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
 struct PulledKey {
     char name[max_name_len + 1];
     uint8_t secret[16];
-    TimestampTz statement;
+    uint64 statement;  // statement_number() of the statement it was read for
 };
 PulledKey pulled[max_keys];
 int n_pulled = 0;
-TimestampTz mode_statement = 0;  // the statement pulling was decided for
+uint64 mode_statement = 0;  // the statement pulling was decided for
 bool pulling = false;
 
 bool pulls_keys()
 {
-    const TimestampTz statement = GetCurrentStatementStartTimestamp();
+    const uint64 statement = statement_number();
     if (statement != mode_statement) {
         pulling = key_ring_pulled();
         mode_statement = statement;
@@ -279,7 +280,7 @@ bool decode_secret(const char* answer, uint8_t secret[16])
 
 void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
 {
-    const TimestampTz statement = GetCurrentStatementStartTimestamp();
+    const uint64 statement = statement_number();
     const int shown = len > max_name_len ? max_name_len : len;
     for (int i = 0; i < n_pulled; i++)
         if (pulled[i].statement == statement && int(strlen(pulled[i].name)) == len &&
@@ -333,7 +334,7 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         pull_key(fcinfo, name, len, secret);
         return;
     }
-    const TimestampTz statement = GetCurrentStatementStartTimestamp();
+    const uint64 statement = statement_number();
     for (int i = 0; i < n_keys; i++)
         if (int(strlen(keys[i].name)) == len && memcmp(keys[i].name, name, len) == 0) {
             // A Citus worker looks once per statement for a change of the
