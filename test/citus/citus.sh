@@ -52,6 +52,9 @@
 #   6b a server added under a value the coordinator or a worker declares in
 #     shardid.shards refuses while the declaration lives, and then issues
 #     above the declarer's IDs; the declarer then refuses the value.
+#   6c a server that made its own key ring and then joined as a worker, its
+#     metadata taken away, and a worker added with metadata sync off whose
+#     extension was made by hand: neither uses a key (no Citus metadata).
 #   7 docs/setup/citus-trial.sh as docs/citus.md runs it, and its stop.
 set -u
 . scripts/lib.sh
@@ -737,6 +740,48 @@ for n in c w1; do
 done
 declared_then_added c 0 w6 $((base + 7)) 40
 declared_then_added w1 1 w7 $((base + 8)) 41
+
+# --- 6c: servers that made their own key ring join as workers ----------------------
+# Issue 65: v1 had its own CREATE EXTENSION shardid (its own `default`)
+# before citus_add_node(); once its metadata was taken away, an application
+# connected to it obfuscated with that old key, 2 of 2 wrong, no error. v2
+# was added with metadata sync off (Citus sends it neither the role nor the
+# extension) and the operator made the extension by hand: 2 of 2 wrong,
+# silently. Neither can tell it is a worker: a node with Citus but no Citus
+# metadata uses no key.
+cnode_up v1 $((base + 15)) "$src" && cnode_up v2 $((base + 16)) "$src" ||
+    stop_suite "v1 or v2 did not start: $(cnode_why v1) $(cnode_why v2)"
+# An application's role (Citus gives it to workers with metadata; v2, by hand).
+q c -c "CREATE ROLE app2f LOGIN" >/dev/null
+app_err() { as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[$1]}" -U app2f -d postgres -X -At \
+    -c "\\set VERBOSITY verbose" -c "$2" 2>&1 >/dev/null | head -3 | tr '\n' ' '; }
+q v1 -c "CREATE EXTENSION shardid" >/dev/null
+contains "v1 alone, Citus without metadata (not yet a coordinator nor a worker), uses no key of its own" \
+    "$(q_err v1 "SELECT obfuscate_id(42)")" "citus_set_coordinator_host"
+cnode_add v1 || fail "citus_add_node(v1) failed"
+q c -c "SELECT shardid_sync_keys()" >/dev/null
+check "v1, which made its own key ring, with metadata: obfuscates as the coordinator" "$(q c -c "SELECT obfuscate_id(42)")" \
+    "$(q v1 -c "SELECT obfuscate_id(42)" 2>&1)"
+q c -c "SELECT stop_metadata_sync_to_node('127.0.0.1', ${cport_of[v1]})" >/dev/null 2>&1 || fail "stop_metadata_sync_to_node(v1) failed"
+out=$(app_err v1 "SELECT obfuscate_id(42)")
+contains "v1 without metadata: an application's obfuscate_id(42) is refused (55000; before: v1's own old key)" "$out" "55000"
+contains "... saying v1 has no Citus metadata" "$out" "without metadata"
+out=$(app_err v1 "SELECT reveal_id($(q c -c "SELECT obfuscate_id(42)"))")
+contains "... and so is a reveal" "$out" "55000"
+contains "... and a call number, for the same reason" "$(app_err v1 "SELECT next_call_number()")" "without metadata"
+q c -c "SELECT citus_remove_node('127.0.0.1', ${cport_of[v1]})" >/dev/null 2>&1 || fail "citus_remove_node(v1) failed"
+q c -c "SET citus.enable_metadata_sync = off" -c "SELECT citus_add_node('127.0.0.1', ${cport_of[v2]})" >/dev/null 2>&1 ||
+    fail "citus_add_node(v2) with metadata sync off failed"
+q v2 -c "CREATE ROLE app2f LOGIN" -c "CREATE EXTENSION shardid" >/dev/null 2>&1
+out=$(app_err v2 "SELECT obfuscate_id(42)")
+contains "v2, added without metadata sync, shardid made by hand: obfuscate_id(42) is refused (55000; before: its own key)" "$out" "55000"
+contains "... and the hint says how to give it metadata and the coordinator's keys" "$(q_err v2 "SELECT obfuscate_id(42)")" "start_metadata_sync_to_node"
+q c -c "SELECT start_metadata_sync_to_node('127.0.0.1', ${cport_of[v2]})" -c "SELECT shardid_sync_keys()" >/dev/null 2>&1 ||
+    fail "start_metadata_sync_to_node(v2) failed"
+check "... given metadata and the coordinator's keys, v2 obfuscates as the coordinator" "$(q c -c "SELECT obfuscate_id(42)")" \
+    "$(q v2 -c "SELECT obfuscate_id(42)" 2>&1)"
+q c -c "SELECT citus_remove_node('127.0.0.1', ${cport_of[v2]})" >/dev/null 2>&1 || fail "citus_remove_node(v2) failed"
+cnode_stop v1; cnode_stop v2
 
 # --- 7: docs/citus.md's trial, as written -------------------------------------------
 # su postgres -c 'sh -s' < docs/setup/citus-trial.sh, with its own directory

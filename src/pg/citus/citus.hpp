@@ -33,13 +33,13 @@ int64 citus_local_group();
 // cluster when it was n is confirmed again once it is not n.
 uint64 citus_metadata_changes();
 
-// True on a Citus worker without metadata: its group id reads 0 and its
-// pg_dist_node is empty (as on a server never in a cluster), but what it
-// uses came from a coordinator (from_coordinator: a key the coordinator
-// sent; stop_metadata_sync_to_node() leaves those rows behind), or the
-// backend is one of Citus' own connections (application_name
-// "citus_internal gpid=...").
-bool citus_worker_without_metadata(bool from_coordinator);
+// True on a node whose database has Citus but no Citus metadata: its group
+// id reads 0 and its pg_dist_node is empty. A worker whose metadata was
+// taken away (stop_metadata_sync_to_node()) or never given (added with
+// metadata sync off) reads so, and so does a server never in a cluster:
+// from inside, the two cannot be told apart, so a key cannot be confirmed
+// as the cluster's on either.
+bool citus_without_metadata();
 
 // Whether this node's pg_dist_node names a coordinator (a row of group 0).
 bool citus_coordinator_in_metadata();

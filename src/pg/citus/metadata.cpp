@@ -47,13 +47,7 @@ bool node_of_group(int64 group)
 
 }  // namespace
 
-bool citus_worker_without_metadata(bool from_coordinator)
-{
-    if (citus_local_group() != 0)
-        return false;
-    return !node_of_group(-1) && (from_coordinator || (application_name != nullptr &&
-                                                       strncmp(application_name, "citus_internal gpid=", 20) == 0));
-}
+bool citus_without_metadata() { return citus_local_group() == 0 && !node_of_group(-1); }
 
 bool citus_coordinator_in_metadata() { return node_of_group(0); }
 

@@ -185,13 +185,17 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
     if (key.confirmed == now)
         return;
     const int64 group = citus_local_group();
-    if (group == 0 && citus_worker_without_metadata(key.from_coordinator))
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("obfuscation key \"%s\" cannot be used on a Citus worker without metadata", key.name),
-                        errdetail("A worker uses the coordinator's keys, which reach only workers with metadata; "
-                                  "this worker's own would not reveal what the rest of the cluster obfuscated."),
-                        errhint("On the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) for "
-                                "this worker and then SELECT shardid_sync_keys().")));
+    if (group == 0 && citus_without_metadata())
+        ereport(ERROR,
+                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                 errmsg("obfuscation key \"%s\" cannot be used on a Citus node without metadata", key.name),
+                 errdetail("This database has Citus but no Citus metadata: it is a worker whose metadata was taken "
+                           "away or never given, or a server not yet made a coordinator. A worker uses the "
+                           "coordinator's keys, and its own would not reveal what the rest of the cluster "
+                           "obfuscated; which of the two this node is cannot be told from here."),
+                 errhint("On a worker: on the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) "
+                         "for it and then SELECT shardid_sync_keys(). On a coordinator or a single-node Citus: "
+                         "SELECT citus_set_coordinator_host(...) names it in its own metadata.")));
     if (group > 0) {
         const char* command = psprintf(
             "SELECT COALESCE((SELECT pg_catalog.encode(pg_catalog.sha256(k.secret), 'hex') FROM %s k "
