@@ -303,6 +303,7 @@ if want 5; then
     # meanwhile, as on a busy machine; the lease's fence is 8 s away): the
     # next watch of each gets them all at once.
     workers="$(coordinator_of p) $(coordinator_of r)"
+    paused_at=$(ms_now)
     kill -STOP $workers
     $PY - "$ETCD_PORT" "$PREFIX" <<'PY'
 import base64, json, sys, threading, urllib.request
@@ -318,6 +319,11 @@ for w in writers: w.start()
 for w in writers: w.join()
 PY
     kill -CONT $workers
+    # The coordinators' pause is the test's, not the junk's: past about 3 s
+    # (the junk written slowly on a busy machine) the fence runs short and
+    # IDs wait for it, as they would for any paused coordinator.
+    paused=$(($(ms_now) - paused_at))
+    gap_bound=$((4000 + (paused > 3000 ? paused - 3000 : 0)))
     sleep 3
     # A held key deleted by hand while the junk stands: p stops the value.
     touch "$work/stop-p7"
@@ -342,8 +348,9 @@ PY
         gap=$(q $n -c "SELECT coalesce(max(g), 0) FROM (SELECT (extract(epoch FROM at - lag(at) OVER (ORDER BY at)) * 1000)::bigint g FROM t) x")
         last=$(q $n -c "SELECT (extract(epoch FROM max(at)) * 1000)::bigint FROM t")
         echo "# node $n: $(q $n -c "SELECT count(*) FROM t") IDs from the junk's start to $((last - started)) ms after it, longest gap $gap ms"
-        [ "$gap" -lt 4000 ] && pass "... node $n issued all along, the junk written and deleted (longest gap $gap ms)" ||
-            fail "... node $n stopped for $gap ms"
+        [ "$gap" -lt "$gap_bound" ] &&
+            pass "... node $n issued all along, the junk written and deleted (longest gap $gap ms; coordinators paused $paused ms)" ||
+            fail "... node $n stopped for $gap ms (coordinators paused $paused ms while the junk was written; bound $gap_bound ms)"
         [ $((last - cleared)) -gt 4000 ] && pass "... and after the junk was deleted, with no compaction" ||
             fail "... node $n's last ID $((last - cleared)) ms after the junk was deleted"
         # Where the watch could not be read (the junk arrived at once), the
