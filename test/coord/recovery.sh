@@ -59,8 +59,12 @@ ms_now() { date +%s%3N; }
 # batch (55000 while the node waits) is retried.
 issue_for() {
     local end=$((SECONDS + $2))
+    # A pause after each batch: a few thousand IDs a second are plenty to
+    # find an ID issued twice, and the test command's other lanes need the
+    # processor more than this one needs more of them.
     while [ $SECONDS -lt "$end" ] && [ ! -e "$work/stop-${5:-$1}" ]; do
         q "$1" -c "INSERT INTO $4 SELECT $3 FROM generate_series(1, 200)" >/dev/null 2>&1 || sleep 0.05
+        sleep 0.03
     done
 }
 # copy_to FROM TO TABLE NEWTABLE: FROM's TABLE into NEWTABLE on TO.
