@@ -33,13 +33,13 @@ int64 citus_local_group();
 // cluster when it was n is confirmed again once it is not n.
 uint64 citus_metadata_changes();
 
-// True on a node whose database has Citus but no Citus metadata: its group
-// id reads 0 and its pg_dist_node is empty. A worker whose metadata was
-// taken away (stop_metadata_sync_to_node()) or never given (added with
-// metadata sync off) reads so, and so does a server never in a cluster:
-// from inside, the two cannot be told apart, so a key cannot be confirmed
-// as the cluster's on either.
-bool citus_without_metadata();
+// Whether this node's pg_dist_node has any row. Group 0 and none is a node
+// without Citus metadata: a worker whose metadata was taken away
+// (stop_metadata_sync_to_node()) or never given (added with metadata sync
+// off) reads so, and so does a server never in a cluster; from inside, the
+// two cannot be told apart, so a key cannot be confirmed as the cluster's
+// on either.
+bool citus_has_nodes();
 
 // Whether this node's pg_dist_node names a coordinator (a row of group 0).
 bool citus_coordinator_in_metadata();

@@ -1,15 +1,9 @@
 // Citus' node metadata as shardid reads it: this node's group id, whether
-// the metadata names a coordinator, whether this is a worker whose metadata
-// was taken away (src/pg/citus/metadata.hpp). Reads only.
+// the metadata names a coordinator or any node (src/pg/citus/metadata.hpp).
+// Reads only.
 #include "pg/citus/metadata.hpp"
 
-#include <cstring>
-
 #include "pg/citus/citus.hpp"
-
-extern "C" {
-#include "utils/guc.h"
-}
 
 namespace shardid::pg {
 
@@ -47,7 +41,7 @@ bool node_of_group(int64 group)
 
 }  // namespace
 
-bool citus_without_metadata() { return citus_local_group() == 0 && !node_of_group(-1); }
+bool citus_has_nodes() { return node_of_group(-1); }
 
 bool citus_coordinator_in_metadata() { return node_of_group(0); }
 

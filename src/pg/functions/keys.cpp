@@ -58,8 +58,6 @@ struct CachedKey {
     // coordinator again after every change of the cluster's metadata; a
     // change of the ring empties the cache (forget_keys()).
     uint64 confirmed = 0;
-    // Sent by a coordinator (shardid_key.from_coordinator).
-    bool from_coordinator = false;
     // The statement (statement_number()) in which a Citus worker last found
     // no change of this key prepared and not yet committed.
     uint64 unchanged_in = 0;
@@ -118,7 +116,7 @@ void refuse_if_pending(HeapTuple row, const char* name, int len)
 // (src/pg/base/catalog.hpp: no SQL, nothing of the caller's runs). A name has one
 // row (the ring's trigger keeps it so, also through a restore); two rows,
 // written past the trigger, are refused rather than one picked silently.
-bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16], bool* from_coordinator)
+bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16])
 {
     const TableRows t = rows_with_key(nsp, "shardid_key", "name", name, len);
     if (t.relid != key_ring) {
@@ -146,7 +144,6 @@ bool load_key(Oid nsp, const char* name, int len, uint8_t secret[16], bool* from
                                 "its keys to every worker.")));
     if (citus_local_group() > 0)
         refuse_if_pending(row, name, len);
-    *from_coordinator = DatumGetBool(row_value(t, row, "from_coordinator"));
     bytea* b = DatumGetByteaPP(row_value(t, row, "secret"));
     if (VARSIZE_ANY_EXHDR(b) != 16)
         ereport(ERROR,
@@ -185,7 +182,7 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
     if (key.confirmed == now)
         return;
     const int64 group = citus_local_group();
-    if (group == 0 && citus_without_metadata())
+    if (group == 0 && !citus_has_nodes())
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("obfuscation key \"%s\" cannot be used on a Citus node without metadata", key.name),
@@ -364,9 +361,7 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
         CacheRegisterRelcacheCallback(forget_keys, (Datum)0);
         callback_registered = true;
     }
-    bool from_coordinator = false;
-    if (len > max_name_len ||
-        !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret, &from_coordinator))
+    if (len > max_name_len || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT),
                  errmsg("obfuscation key \"%.*s\" does not exist", len > max_name_len ? max_name_len : len, name),
@@ -378,7 +373,6 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
     key.name[len] = '\0';
     memcpy(key.secret, secret, 16);
     key.confirmed = 0;
-    key.from_coordinator = from_coordinator;
     key.unchanged_in = statement;
     confirm_key(fcinfo, key);
     n_keys++;
