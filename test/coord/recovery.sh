@@ -42,6 +42,14 @@
 #     docs/setup/etcd-member.sh starts: a snapshot saved while two nodes
 #     issue, etcd's data lost, the snapshot restored, the history made
 #     anew: no ID and no generator id twice, both nodes held again.
+#  10 etcd restored to a history the nodes left: a snapshot saved under
+#     one history, etcd lost the prefix (a new history made), node b took
+#     shard 5 from node a (whose clock runs 30 s behind) under the new one
+#     and issued; then the snapshot restored: a asks for shard 5 again (the
+#     test command's nemesis, seed 20261125: the nodes took the restored
+#     history up again, and a resumed at its own mark in it, below b's IDs
+#     of the forgotten history: 9 IDs issued twice, 186 below a previous
+#     holder).
 set -u
 . scripts/lib.sh
 . test/coord/lib.sh
@@ -50,7 +58,7 @@ coord_setup 16200
 ETCD_PEER=24891
 etcd_main 24791 $ETCD_PEER
 PY=/usr/bin/python3
-sections=" ${RECOVERY_SECTIONS:-1 2 3 4 5 6 7 8 9} "
+sections=" ${RECOVERY_SECTIONS:-1 2 3 4 5 6 7 8 9 10} "
 want() { [[ "$sections" == *" $1 "* ]]; }
 ms_now() { date +%s%3N; }
 
@@ -543,6 +551,42 @@ if want 9; then
         "$(q u -c "SELECT state || '|' || coalesce(last_error, '') FROM shardid_coordination()")|$(q v -c "SELECT state || '|' || coalesce(last_error, '') FROM shardid_coordination()")"
     for n in u v; do cluster_stop "${dir_of[$n]}" fast; done
     kill "${etcd_pid_of[m1]}" 2>/dev/null
+fi
+
+# --- 10: restored to a history the nodes left -----------------------------------------
+# Node a's clock runs 30 s behind (the nemesis' n4): under the history it
+# left, its own mark of shard 5 lies 30 s below what b issued with it since.
+if want 10; then
+    PREFIX=/rc10
+    rm -f "$work"/stop-*
+    node_up a $((base + 101)) "" "shardid.node_id = 101" "shardid.clock_offset_ms = -30000" \
+        "shardid.max_clock_lead = 120s" || stop_suite "node a did not start"
+    node_up b $((base + 102)) "" "shardid.node_id = 102" || stop_suite "node b did not start"
+    wait_state a held 20 && wait_state b held 20 || stop_suite "the nodes did not claim their ids"
+    for n in a b; do q $n -c "CREATE TABLE s (id bigint); CREATE TABLE s2 (id bigint)"; done
+    q a -c "SET shardid.etcd_wait = '20s'; INSERT INTO s SELECT next_snowflake_id(5) FROM generate_series(1, 1000)" ||
+        stop_suite "node a did not issue with shard 5"
+    ectl snapshot save "$work/snap-10.db" >/dev/null 2>&1 || stop_suite "etcdctl snapshot save failed"
+    # etcd loses the prefix: the nodes make a new history, under which b
+    # takes shard 5 and issues with it.
+    ectl del --prefix "$PREFIX/" >/dev/null
+    q b -c "SET shardid.etcd_wait = '20s'; INSERT INTO s SELECT next_snowflake_id(5) FROM generate_series(1, 2000)" ||
+        fail "restored to a left history: node b did not take shard 5 under the new history"
+    q b -c "SELECT shardid_release_shard('snowflake', 5)" >/dev/null
+    # The snapshot, from the history both nodes left, restored: a asks for
+    # shard 5 again.
+    restore_etcd "$work/snap-10.db" || stop_suite "etcd was not restored"
+    q a -c "SET shardid.etcd_wait = '40s'; INSERT INTO s2 SELECT next_snowflake_id(5) FROM generate_series(1, 2000)" ||
+        fail "restored to a left history: node a did not issue with shard 5 after the restore"
+    copy_to b a s b_s
+    check "restored to a left history: no snowflake ID of shard 5 issued twice" "0" \
+        "$(q a -c "SELECT count(*) FROM (SELECT id FROM s UNION ALL SELECT id FROM s2) x JOIN b_s USING (id)")"
+    check "... node a's IDs after the restore above every ID of node b's" "t" \
+        "$(q a -c "SELECT (SELECT min(id) FROM s2) > (SELECT max(id) FROM b_s)")"
+    grep -q "deleted \"$PREFIX/history\", the history etcd went back on" "${dir_of[a]}/server.log" "${dir_of[b]}/server.log" &&
+        pass "... the restored history was distrusted and made anew" || fail "... no node distrusted the restored history"
+    [ -n "${RECOVERY_DEBUG:-}" ] && for n in a b; do echo "--- $n"; grep "shardid coordinator" "${dir_of[$n]}/server.log" | cut -c12-; done
+    for n in a b; do cluster_stop "${dir_of[$n]}" fast; done
 fi
 
 no_crashes

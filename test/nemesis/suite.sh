@@ -21,7 +21,13 @@ judge() {  # NAME EXPECT(clean|anomalies) ARGS...
     grep -E '^fault |^# history' <<<"$out" | head -3
     grep -A40 '^faults:' <<<"$out" | grep -v '^  \(snowflake\|trace\|uuidv7\|minute\|call\|DecimalId\) ' | head -45
     if [ "$expect" = clean ]; then
-        [ "$rc" = 0 ] && [ "${anomalies:-x}" = 0 ] && pass "$name: $last" || fail "$name: exit $rc, $last"
+        # A failure's line carries the first examples of each kind of
+        # anomaly and the faults: CI's log keeps only the failures' lines.
+        local why
+        why=$(grep -A2 -E '^(duplicates|order violations|below a previous holder|shared counters|key violations), for example:' <<<"$out" |
+            grep -v '^--$' | tr '\n' ' ' | tr -s ' ')
+        why="$why; faults: $(grep '^fault ' <<<"$out" | sed 's/^fault //' | paste -sd';' -)"
+        [ "$rc" = 0 ] && [ "${anomalies:-x}" = 0 ] && pass "$name: $last" || fail "$name: exit $rc, $last; $why"
         [ "${kinds:-0}" -ge 5 ] && pass "$name: $kinds kinds of fault" || fail "$name: only ${kinds:-0} kinds of fault"
         grep -q '^  delete-prefix  *1$' <<<"$out" && grep -q '^  replace-etcd  *1$' <<<"$out" &&
             grep -q '^  restore-snapshot  *1$' <<<"$out" &&

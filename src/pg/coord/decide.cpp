@@ -144,6 +144,24 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
             target = std::max(
                 {target, m.word, m.bound, mark_tick > 0 ? layout.pack(uint64_t(mark_tick), layout.sequence_max()) : 0});
             floor = m.floor_ms;
+            // A mark its holder did not release says nothing of the IDs it
+            // issued after its claim (a layout of short ticks keeps no
+            // bound): its node mark bounds them, as for a mark of this
+            // history. A holder that restarted since has no slot of the
+            // layout to re-publish its word from (the nemesis, seed
+            // 20261125: an Instagram ID 147 ms below a previous holder's).
+            if (!m.released && m.holder >= 0) {
+                coord::Mark nm;
+                bool bad = false;
+                if (!node_mark(m.holder, &nm, &bad))
+                    return false;
+                const int64_t node_tick = !bad && nm.end_ms >= 0 ? layout.tick_of(nm.end_ms) : -1;
+                if (node_tick >= 0) {
+                    target = std::max(target, layout.pack(std::min<uint64_t>(uint64_t(node_tick), layout.time_max()),
+                                                          layout.sequence_max()));
+                    floor = std::max(floor, nm.end_ms);
+                }
+            }
         }
     } else if (confirmed(m.token)) {
         target = m.word;

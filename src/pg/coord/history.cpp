@@ -70,10 +70,11 @@ bool Holder::ensure_history()
                             "the next claim writes it again, and waits for every node to stop");
             return false;
         }
-        if (h.token == distrusted_) {
-            // etcd went back on this history: whatever it holds from before
-            // may be older than what nodes did since. Deleted (the settling
-            // of its time with it), then made anew above.
+        if (left(h.token)) {
+            // etcd went back on this history, or back to one this node left
+            // (a snapshot restored from before a loss): whatever it holds
+            // from before may be older than what nodes did since. Deleted
+            // (the settling of its time with it), then made anew above.
             etcd::Txn d;
             if (!txn({{etcd::Compare::Target::mod, key, found->mod_revision, ""}},
                      {{false, key, "", "", true}, {false, skey, "", "", true}}, {}, &d, &why)) {
@@ -124,8 +125,10 @@ bool Holder::ensure_history()
             history_bad_ = false;
             ended(Condition::corrupt_key);
         }
-        if (history_.token != h.token)
+        if (history_.token != h.token) {
             ended(Condition::went_back);
+            leave(history_.token);  // never taken up again
+        }
         history_ = h;
         history_revision_ = found->mod_revision;
         history_created_ = found->create_revision;

@@ -169,7 +169,16 @@ private:
     void new_witness();
     coord::Witness witness_;
     coord::Revisions revisions_;
-    uint64_t distrusted_ = 0;       // the token of a history etcd went back on (0: none)
+    // The histories this node was under in this life and left (the newest
+    // last): one etcd went back on, or one that went missing (etcd lost its
+    // data) and was replaced. etcd that holds one again went back to it (a
+    // restored snapshot taken before it was left): it is distrusted, not
+    // taken up again with the marks and claims of that time.
+    static constexpr size_t max_left = 32;
+    uint64_t left_[max_left] = {};
+    size_t n_left_ = 0;
+    void leave(uint64_t token);
+    bool left(uint64_t token) const;
     bool history_failure_ = false;  // the last failed request failed because etcd's history went back
     // The history this life's counter values are the node's own under: taken
     // under it, or re-published under it before it settled (else retired:

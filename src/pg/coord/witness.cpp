@@ -125,14 +125,26 @@ bool Holder::lease_vanished()
     return true;
 }
 
+void Holder::leave(uint64_t token)
+{
+    if (token == 0 || left(token))
+        return;
+    if (n_left_ == max_left) {  // the oldest goes
+        std::copy(left_ + 1, left_ + max_left, left_);
+        n_left_--;
+    }
+    left_[n_left_++] = token;
+}
+
+bool Holder::left(uint64_t token) const { return std::find(left_, left_ + n_left_, token) != left_ + n_left_; }
+
 // etcd's history went back on this node (why): every ID stops, the lease is
 // given up (revoked, so that the keys the old history holds under it again
 // are deleted), and the history this node was under is distrusted: the next
 // read of it makes it anew (ensure_history()).
 void Holder::went_back(const std::string& why)
 {
-    if (history_.token != 0)
-        distrusted_ = history_.token;
+    leave(history_.token);
     error(Condition::went_back, "etcd's history under the prefix went back: " + why +
                                     ": every ID stopped; the history is made anew, and nothing without a mark, or "
                                     "marked before it, is claimed until it settles");
