@@ -64,7 +64,13 @@ FROM o;
 -- The spec's example, and back.
 SELECT call_number_compose(0, 8452, 11827) AS example;
 SELECT * FROM call_number_decode(call_number_compose(0, 8452, 11827));
-SELECT * FROM call_number_decode(call_number_compose(7, 1073741823, 16383));
+SELECT * FROM call_number_decode(call_number_compose(7, 4194303, 16383));
+-- Run ids from 2^22 on are key eras (run_id >> 22, one key each): their
+-- numbers lie above every number of era 0, and carry version 0 only.
+SELECT call_number_compose(0, 4194304, 0) AS era_1_first, call_number_compose(0, 1073741823, 16383) AS era_255_last;
+SELECT * FROM call_number_decode(call_number_compose(0, 1073741823, 16383));
+SELECT call_number_compose(1, 4194304, 0);
+\echo :LAST_ERROR_SQLSTATE
 -- Another key, another shuffle (the default key is random per database).
 RESET shardid.call_number_key;
 SELECT call_number_compose(0, 8452, 11827) <> (SELECT call_number_compose(0, 8452, 11827)

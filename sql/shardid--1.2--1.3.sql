@@ -47,3 +47,22 @@ COMMENT ON FUNCTION shardid_shard_claims() IS
     'it, its claim space, the shard, the state (claiming, held, held elsewhere, refused, taking over, releasing, ahead of the clock, not declared), '
     'whether it is the node''s own id, the mark it was claimed above, since when it is held, when an ID last used '
     'it, and another holder or what is wrong; superusers and pg_monitor';
+
+-- Call numbers never repeat across a change of the call-number key
+-- (src/core/callnum.hpp, key eras): a worker asks the coordinator for a run
+-- id in its key's era.
+DROP FUNCTION shardid_take_cluster_counter(text, bigint);
+CREATE FUNCTION shardid_take_cluster_counter(counter text, above bigint, key bigint DEFAULT 0) RETURNS bigint
+    AS 'MODULE_PATHNAME', 'shardid_take_cluster_counter'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) IS
+    'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
+    'run id (''run'', in the key era of the call-number key with fingerprint key) above the worker''s floor; the '
+    'coordinator hands out every one of the cluster (superusers)';
+COMMENT ON FUNCTION next_call_number() IS
+    'next short public call number: 8 base62 characters, run_id | sequence shuffled by shardid.call_number_key, '
+    'in that key''s era of run ids (run_id >> 22): never issued twice across keys (255 eras at most)';
+COMMENT ON FUNCTION call_number_decode(text) IS
+    'version, run id and sequence of a call number (with the key shardid.call_number_key names, which must be the '
+    'key of the number''s era, run_id >> 22)';

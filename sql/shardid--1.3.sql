@@ -441,7 +441,8 @@ CREATE FUNCTION next_call_number() RETURNS text
     AS 'MODULE_PATHNAME', 'shardid_next_call_number'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION next_call_number() IS
-    'next short public call number: 8 base62 characters, version | run_id | sequence shuffled by shardid.call_number_key';
+    'next short public call number: 8 base62 characters, run_id | sequence shuffled by shardid.call_number_key, '
+    'in that key''s era of run ids (run_id >> 22): never issued twice across keys (255 eras at most)';
 CREATE FUNCTION call_number_decode(call_number text, OUT version integer, OUT run_id integer, OUT sequence integer)
     AS 'MODULE_PATHNAME', 'shardid_call_number_decode'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
@@ -576,13 +577,14 @@ REVOKE EXECUTE ON FUNCTION shardid_key_apply(text, bytea, timestamptz) FROM PUBL
 COMMENT ON FUNCTION shardid_key_apply(text, bytea, timestamptz) IS
     'on a Citus worker, sent by the coordinator: key name arrives with its secret, or goes (secret NULL), '
     'or every key it sent or CREATE EXTENSION made goes (name NULL) (superusers)';
-CREATE FUNCTION shardid_take_cluster_counter(counter text, above bigint) RETURNS bigint
+CREATE FUNCTION shardid_take_cluster_counter(counter text, above bigint, key bigint DEFAULT 0) RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_take_cluster_counter'
     LANGUAGE C VOLATILE STRICT;
-REVOKE EXECUTE ON FUNCTION shardid_take_cluster_counter(text, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint) IS
+REVOKE EXECUTE ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) IS
     'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
-    'run id (''run'') above the worker''s floor; the coordinator hands out every one of the cluster (superusers)';
+    'run id (''run'', in the key era of the call-number key with fingerprint key) above the worker''s floor; the '
+    'coordinator hands out every one of the cluster (superusers)';
 
 -- The Citus group fence (src/pg/citus/fence.cpp, docs/citus.md): a
 -- worker issues IDs under its group id only while the coordinator confirms
@@ -1023,7 +1025,8 @@ COMMENT ON FUNCTION instagram_min_id(timestamptz) IS
     'smallest Instagram-style ID at or after ts: WHERE id >= instagram_min_id(ts) uses the key index';
 COMMENT ON FUNCTION decimal_id_decode(bigint) IS 'fields of a DecimalId: counter, generator id, launch id';
 COMMENT ON FUNCTION call_number_decode(text) IS
-    'version, run id and sequence of a call number (with the key shardid.call_number_key names)';
+    'version, run id and sequence of a call number (with the key shardid.call_number_key names, which must be the '
+    'key of the number''s era, run_id >> 22)';
 COMMENT ON FUNCTION call_number_compose(integer, integer, integer) IS
     'the call number of a version, run id and sequence (with the key shardid.call_number_key names)';
 COMMENT ON FUNCTION base62_decode(text) IS 'the bigint of a base62 text (0-9A-Za-z)';

@@ -241,6 +241,14 @@ void fuzz_node_state(Input& in)
             m.shape.wraps = in.take<uint8_t>() % 2;
             m.word = in.take<uint64_t>();
         }
+        // Call-number eras: ascending, keys anything but 0.
+        for (int i = 0, era = 0, n = in.take<uint8_t>() % 4; i < n; i++) {
+            era += 1 + in.take<uint8_t>() % 20;
+            const int64_t key = in.take<int64_t>();
+            const int32_t low = int32_t(in.take<uint32_t>() % (uint32_t(call_era_full) + 2)) - 1;
+            if (era <= call_era_max && key != 0)
+                REQUIRE(parsed.call_eras.append(era, key, low));
+        }
     }
     const size_t n = node_state_format(parsed, state_text, sizeof state_text);
     REQUIRE(n <= sizeof state_text);

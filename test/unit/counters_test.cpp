@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/callnum.hpp"
+#include "core/coord/coord.hpp"
 #include "core/codec.hpp"
 #include "core/decimal.hpp"
 
@@ -144,7 +145,9 @@ TEST(CallNumber, ComposeDecodeRoundTrip)
         EXPECT_EQ(p.run_id, 8452u);
         EXPECT_EQ(p.sequence, seq);
     }
-    for (auto parts : {CallParts{7, call_run_max, call_sequence_max}, CallParts{0, 0, 0}}) {
+    for (auto parts :
+         {CallParts{7, uint32_t(call_era_first_run(1) - 1), call_sequence_max}, CallParts{0, 0, 0},
+          CallParts{0, uint32_t(call_era_first_run(1)), 0}, CallParts{0, call_run_max, call_sequence_max}}) {
         char out[call_chars + 1];
         Status st;
         ASSERT_TRUE(call_number_compose(sh, parts.version, parts.run_id, parts.sequence, out, &st));
@@ -163,17 +166,151 @@ TEST(CallNumber, RejectsWhatIsNotACallNumber)
         EXPECT_FALSE(call_number_decode(sh, bad, std::strlen(bad), &p, &st)) << bad;
         EXPECT_EQ(st.error, Error::invalid_text) << bad;
     }
-    // 2^47 - 1 is the largest call number; 2^47 is text that is not one.
+    // 2^47 + 255 * 2^36 - 1 is the largest call number (era 255's last); the
+    // next value is text that is not one.
     char out[call_chars + 1];
-    encode_digits(base62, (uint64_t(1) << 47) - 1, call_chars, out);
+    encode_digits(base62, call_text_max, call_chars, out);
     EXPECT_TRUE(call_number_decode(sh, out, call_chars, &p, &st));
-    encode_digits(base62, uint64_t(1) << 47, call_chars, out);
+    EXPECT_EQ(call_era_of(p.run_id), call_era_max);
+    encode_digits(base62, call_text_max + 1, call_chars, out);
     EXPECT_FALSE(call_number_decode(sh, out, call_chars, &p, &st));
     char o[call_chars + 1];
     EXPECT_FALSE(call_number_compose(sh, 8, 0, 0, o, &st));
+    EXPECT_FALSE(call_number_compose(sh, 1, call_era_first_run(1), 0, o, &st)) << "an era's texts have no version";
+    EXPECT_EQ(st.error, Error::out_of_range);
     EXPECT_FALSE(call_number_compose(sh, 0, int64_t(call_run_max) + 1, 0, o, &st));
     EXPECT_FALSE(call_number_compose(sh, 0, 0, -1, o, &st));
     EXPECT_EQ(st.error, Error::out_of_range);
+}
+
+// Era texts: 8 characters, above every era-0 text (2^47), each era in its
+// own range, and back.
+TEST(CallNumber, EraTextsLieAboveEraZeroAndApart)
+{
+    const BitShuffle sh = BitShuffle::from_key("test", 4);
+    EXPECT_LT(call_text_max, uint64_t(62) * 62 * 62 * 62 * 62 * 62 * 62 * 62);
+    std::mt19937_64 rng(11);
+    for (int i = 0; i < 200000; i++) {
+        const int64_t run = int64_t(rng() % (uint64_t(call_run_max) + 1));
+        const int64_t seq = int64_t(rng() % (call_sequence_max + 1));
+        char out[call_chars + 1];
+        Status st;
+        ASSERT_TRUE(call_number_compose(sh, 0, run, seq, out, &st)) << st.message;
+        uint64_t v = 0;
+        ASSERT_TRUE(dec(base62, out, &v, &st, UINT64_MAX));
+        const int era = call_era_of(run);
+        if (era == 0) {
+            ASSERT_LT(v, call_era_base);
+        } else {
+            ASSERT_GE(v, call_era_base + (uint64_t(era - 1) << call_era_bits));
+            ASSERT_LT(v, call_era_base + (uint64_t(era) << call_era_bits));
+        }
+        CallParts p{};
+        ASSERT_TRUE(call_number_decode(sh, out, call_chars, &p, &st)) << st.message;
+        ASSERT_EQ(p.run_id, uint64_t(run));
+        ASSERT_EQ(p.sequence, uint64_t(seq));
+    }
+}
+
+// The eras, case by case.
+TEST(CallNumber, EraTakes)
+{
+    CallEras eras;
+    const int64_t k1 = 111, k2 = 222, k3 = 333;
+    int64_t run = 0;
+    // Nothing recorded: 1.2's era 0 is never continued (its runs may have
+    // been made with any key).
+    ASSERT_TRUE(call_era_take(eras, k1, -1, 5, &run));
+    EXPECT_EQ(run, call_era_first_run(1));
+    ASSERT_TRUE(call_era_take(eras, k1, -1, run, &run));
+    EXPECT_EQ(run, call_era_first_run(1) + 1);
+    // Another key: an era of its own, and each key goes on in its own in
+    // turn (two databases' keys at once).
+    ASSERT_TRUE(call_era_take(eras, k2, -1, run, &run));
+    EXPECT_EQ(run, call_era_first_run(2));
+    ASSERT_TRUE(call_era_take(eras, k1, -1, run, &run));
+    EXPECT_EQ(run, call_era_first_run(1) + 2);
+    ASSERT_TRUE(call_era_take(eras, k2, -1, run, &run));
+    EXPECT_EQ(run, call_era_first_run(2) + 1);
+    EXPECT_EQ(eras.n, 2);
+    // Above a floor (a Citus worker's own): the key's era is left for a new one.
+    ASSERT_TRUE(call_era_take(eras, k1, call_era_first_run(2) + 5, -1, &run));
+    EXPECT_EQ(run, call_era_first_run(3));
+    // A new era lies above the highest run id taken anywhere (eras a
+    // record forgot).
+    ASSERT_TRUE(call_era_take(eras, k3, -1, call_era_first_run(7) + 9, &run));
+    EXPECT_EQ(run, call_era_first_run(8));
+    // Closed eras (a record that may have lost run ids): each key anew.
+    eras.close_all();
+    ASSERT_TRUE(call_era_take(eras, k3, -1, run, &run));
+    EXPECT_EQ(run, call_era_first_run(9));
+    // An era used up: the key's next.
+    CallEras one;
+    ASSERT_TRUE(one.append(4, k1, call_era_full - 1));
+    ASSERT_TRUE(call_era_take(one, k1, -1, -1, &run));
+    EXPECT_EQ(run, call_era_first_run(5) - 1);
+    ASSERT_TRUE(call_era_take(one, k1, -1, -1, &run));
+    EXPECT_EQ(run, call_era_first_run(5));
+    // The last era taken: no new one, the list unchanged; its key goes on.
+    CallEras full;
+    for (int e = 1; e <= call_era_max; e++)
+        ASSERT_TRUE(full.append(e, 1000 + e));
+    EXPECT_FALSE(full.append(call_era_max, 5));
+    const CallEras before = full;
+    EXPECT_FALSE(call_era_take(full, k3, -1, -1, &run));
+    EXPECT_TRUE(full == before);
+    ASSERT_TRUE(call_era_take(full, 1000 + call_era_max, -1, -1, &run));
+    EXPECT_EQ(call_era_of(run), call_era_max);
+    // Malformed lists are refused whole; what is formatted parses back.
+    CallEras back;
+    for (const char* bad :
+         {"1:0:-1", "0:5:-1", "256:5:-1", "2:5:-1 1:6:-1", "1:5:-1 1:6:-1", "1:5:-1  2:6:-1", "1:5", "1:5:", ":5:1",
+          "1:5:-1 ", "1:x:1", "1:99999999999999999999:1", "-1:5:1", "1:5:-2", "1:5:16777216", "1:5:--1"})
+        EXPECT_FALSE(coord::call_eras_parse(bad, std::strlen(bad), &back)) << bad;
+    full.list[3].low = call_era_full;
+    full.list[4].low = 77;
+    const std::string text = coord::call_eras_format(full);
+    ASSERT_TRUE(coord::call_eras_parse(text.data(), text.size(), &back));
+    EXPECT_TRUE(back == full);
+    ASSERT_TRUE(coord::call_eras_parse("", 0, &back));
+    EXPECT_EQ(back.n, 0);
+}
+
+// The review's case (issue 65): six keys, each used for four whole runs of
+// 16,384 numbers, then each again for one, in turn. Taken in eras, no text
+// comes twice; made as 1.2 made them (one run-id counter, era 0, any key),
+// some do.
+TEST(CallNumber, NoTextTwiceAcrossKeyChanges)
+{
+    auto issue = [](bool eras_rule) {
+        std::set<std::string> seen;
+        size_t twice = 0;
+        CallEras eras;
+        int64_t counter = 0;  // 1.2's run-id counter: each value handed out once
+        auto numbers = [&](const std::string& secret, int64_t key, int runs) {
+            const BitShuffle sh = BitShuffle::from_key(secret.data(), secret.size());
+            for (int r = 0; r < runs; r++) {
+                int64_t run = ++counter;
+                if (eras_rule) {
+                    EXPECT_TRUE(call_era_take(eras, key, -1, counter, &run));
+                }
+                counter = std::max(counter, run);
+                for (int64_t seq = 0; seq <= int64_t(call_sequence_max); seq++) {
+                    char out[call_chars + 1];
+                    Status st;
+                    EXPECT_TRUE(call_number_compose(sh, 0, run, seq, out, &st));
+                    twice += !seen.insert(out).second;
+                }
+            }
+        };
+        for (int k = 0; k < 6; k++)
+            numbers("secret-" + std::to_string(k), 1000 + k, 4);
+        for (int k = 0; k < 6; k++)
+            numbers("secret-" + std::to_string(k), 1000 + k, 1);
+        return twice;
+    };
+    EXPECT_EQ(issue(true), 0u);
+    EXPECT_GT(issue(false), 0u) << "the control: 1.2's texts repeat across keys";
 }
 
 TEST(DecimalId, SpecExample)

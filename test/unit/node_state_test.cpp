@@ -76,6 +76,8 @@ TEST(NodeState, RoundTripsTheExtremesOfEveryField)
         m.shape.wraps = i % 3 == 0;
         m.word = UINT64_MAX - uint64_t(i);
     }
+    for (int era = 1; era <= call_era_max; era++)
+        ASSERT_TRUE(st.call_eras.append(era, era % 2 ? INT64_MIN : INT64_MAX, era % 3 ? call_era_full : call_era_none));
     const std::string text = format(st);
     EXPECT_LE(text.size(), node_state_max_text);
     NodeState back;

@@ -47,6 +47,7 @@ std::string mark_key(const std::string& prefix, int id) { return prefix + "/mark
 std::string counter_key(const std::string& prefix, const char* name) { return prefix + "/counter/" + name; }
 std::string counter_raised_key(const std::string& counter_key) { return counter_key + "/raised"; }
 std::string call_key_key(const std::string& prefix) { return prefix + "/call_number_key"; }
+std::string call_eras_key(const std::string& prefix) { return counter_key(prefix, "run") + "/eras"; }
 
 std::string prefix_end(const std::string& prefix)
 {
@@ -293,6 +294,52 @@ bool valid_prefix(const std::string& prefix, std::string* why)
             *why = "it must be printable ASCII without spaces";
             return false;
         }
+    return true;
+}
+
+std::string call_eras_format(const CallEras& eras)
+{
+    std::string out;
+    for (int i = 0; i < eras.n; i++) {
+        if (i > 0)
+            out += ' ';
+        out += std::to_string(eras.list[i].era) + ':' + std::to_string(eras.list[i].key) + ':' +
+               std::to_string(eras.list[i].low);
+    }
+    return out;
+}
+
+bool call_eras_parse(const char* text, size_t len, CallEras* out)
+{
+    CallEras eras;
+    size_t i = 0;
+    // A decimal of up to `max_digits` digits, optionally "-1" (neg).
+    auto number = [&](int64_t* v, size_t max_digits, bool neg) {
+        bool minus = false;
+        if (neg && i < len && text[i] == '-') {
+            minus = true;
+            i++;
+        }
+        size_t digits = 0;
+        int64_t x = 0;
+        for (; i < len && text[i] >= '0' && text[i] <= '9'; i++, digits++) {
+            if (digits == max_digits || x > (INT64_MAX - (text[i] - '0')) / 10)
+                return false;
+            x = x * 10 + (text[i] - '0');
+        }
+        *v = minus ? -x : x;
+        return digits > 0 && (!minus || x == 1);
+    };
+    while (i < len) {
+        if (i > 0 && text[i++] != ' ')
+            return false;
+        int64_t era = 0, key = 0, low = 0;
+        if (!number(&era, 3, false) || i == len || text[i++] != ':' || !number(&key, 19, false) || i == len ||
+            text[i++] != ':' || !number(&low, 8, true) || low > call_era_full ||
+            !eras.append(int(era), key, int32_t(low)))
+            return false;
+    }
+    *out = eras;
     return true;
 }
 

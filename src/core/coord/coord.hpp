@@ -24,6 +24,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/callnum.hpp"
+
 namespace shardid::coord {
 
 // The lease TTLs a node accepts (shardid.etcd_lease_ttl).
@@ -269,6 +271,9 @@ std::string counter_raised_key(const std::string& counter_key);
 // The fingerprint of the call-number key every node under the prefix uses
 // (call numbers made with two keys can be equal).
 std::string call_key_key(const std::string& prefix);
+// The call-number key eras the cluster recorded (src/core/callnum.hpp),
+// beside the run-id counter: "<era>:<key fingerprint>:<low> ..." (call_eras_format()).
+std::string call_eras_key(const std::string& prefix);
 // The first key after every key under `prefix`/ (etcd's range_end).
 std::string prefix_end(const std::string& prefix);
 // The id in a node key under `prefix` (-1: not a node key), in a mark key,
@@ -280,6 +285,11 @@ int id_of_key(const std::string& prefix, const char* kind, const std::string& ke
 // A non-negative decimal integer value, exactly: digits only, no sign,
 // no spaces, at most int64's maximum; false for anything else.
 bool parse_count(const std::string& text, int64_t* out);
+// Call-number key eras as etcd holds them, and back: "<era>:<key>:<low> ...";
+// false on anything that is not such a list (each era once, ascending, keys
+// not 0).
+std::string call_eras_format(const CallEras& eras);
+bool call_eras_parse(const char* text, size_t len, CallEras* out);
 // Exactly 16 lowercase hex digits; false for anything else. A token of a
 // node mark or a history: the same, not all zero.
 bool parse_hex16(const std::string& text, uint64_t* out);

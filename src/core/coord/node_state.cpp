@@ -168,6 +168,12 @@ bool parse_lines(const char* p, const char* end, int version, NodeState* st)
             if (st->n_marks == NodeState::max_marks || !parse_mark_line(c, &st->marks[st->n_marks], version >= 3))
                 return false;
             st->n_marks++;
+        } else if (version >= 3 && is("call_era")) {
+            int64_t era = 0, key = 0, low = 0;
+            if (!c.space() || !c.i64(&era) || !c.space() || !c.i64(&key) || !c.space() || !c.i64(&low) || !c.at_end() ||
+                era > call_era_max || low < call_era_none || low > call_era_full ||
+                !st->call_eras.append(int(era), key, int32_t(low)))
+                return false;  // each era once, ascending
         }
         // Otherwise a keyword this reader does not know: skipped (see the header).
         p = eol + 1;
@@ -216,7 +222,7 @@ bool NodeState::operator==(const NodeState& o) const
         if (std::strcmp(marks[i].name, o.marks[i].name) != 0 || marks[i].shape != o.marks[i].shape ||
             marks[i].word != o.marks[i].word)
             return false;
-    return true;
+    return call_eras == o.call_eras;
 }
 
 namespace {
@@ -307,6 +313,15 @@ size_t node_state_format(const NodeState& st, char* out, size_t cap)
         }
         w.put(' ');
         w.put_u64(m.word);
+        w.put('\n');
+    }
+    for (int i = 0; i < st.call_eras.n && i < call_era_max; i++) {
+        w.put("call_era ");
+        w.put_i64(st.call_eras.list[i].era);
+        w.put(' ');
+        w.put_i64(st.call_eras.list[i].key);
+        w.put(' ');
+        w.put_i64(st.call_eras.list[i].low);
         w.put('\n');
     }
     return w.len;

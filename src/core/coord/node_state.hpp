@@ -27,6 +27,9 @@
 //     it, src/core/coord/continuity.hpp): a history this node makes after
 //     etcd lost its data settles for that long, even right after a restart
 //     (0: none known).
+//   - call_eras: the call-number key eras this node recorded as the one
+//     that hands out run ids (src/core/callnum.hpp): era, key fingerprint,
+//     the last run id taken in it.
 //
 // The text format, version 3 (versions 1 and 2 are read too):
 //
@@ -39,6 +42,7 @@
 //   etcd_claim <int64>
 //   etcd_ttl <int64>
 //   layout <name> <epoch_ms> <unit_ms> <time_bits> <shard_bits> <sequence_bits> <sequence_first> <wraps> <word>
+//   call_era <era> <key fingerprint> <low>    (1.3; ascending, each era once)
 //
 // Names are written with every byte outside '!'..'~', and '%', as %XX, so
 // any name reads back. The codec is total: parse(format(s)) == s for every
@@ -80,6 +84,7 @@ struct NodeState {
     int64_t fleet_ttl_ms = 0;
     int n_marks = 0;
     LayoutMark marks[max_marks];
+    CallEras call_eras;
 
     bool operator==(const NodeState& o) const;
 };
@@ -164,7 +169,7 @@ constexpr int node_state_field(const char* keyword)
 }
 
 // The longest text a NodeState formats to.
-constexpr size_t node_state_max_text = 40000;
+constexpr size_t node_state_max_text = 56000;
 
 // Writes the state as text into out[0..cap) (no terminating NUL) and
 // returns its length; a length above cap means it did not fit. Allocates

@@ -60,16 +60,18 @@ bool citus_coordinator_answer(const char* command, const char** answer)
     return ok && result != nullptr;
 }
 
-// One value of `which` above `above` from the coordinator, which runs
+// One value of `which` above `above` from the coordinator (a run id for
+// the key with fingerprint key_fingerprint: the coordinator keeps the
+// cluster's key eras, src/core/callnum.hpp), which runs
 // shardid_take_cluster_counter() and flushes the value's record before it
 // answers. The answer is checked before use: a whole number above `above`
 // and within the counter's field.
-int64 citus_counter_from_coordinator(NodeCounter which, int64 above)
+int64 citus_counter_from_coordinator(NodeCounter which, int64 above, int64 key_fingerprint)
 {
     const NodeStateField& field = node_state_fields[int(which)];
     const char* schema = get_namespace_name(shardid_extension().schema);
-    const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld)", quote_identifier(schema),
-                                   quote_literal_cstr(field.keyword), (long long)above);
+    const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld, %lld)", quote_identifier(schema),
+                                   quote_literal_cstr(field.keyword), (long long)above, (long long)key_fingerprint);
     const char* answer = nullptr;
     const bool ok = citus_coordinator_answer(command, &answer);
     char* end = nullptr;
@@ -84,7 +86,10 @@ int64 citus_counter_from_coordinator(NodeCounter which, int64 above)
                         errdetail_log("The coordinator answered: %s", answer),
                         errhint("Check that the coordinator is up and in the metadata "
                                 "(citus_set_coordinator_host()), and see this worker's server log.")));
-    if (value <= above || value > field.max)
+    // A run id of a key era need not lie above the worker's floor (keys
+    // taken in turn), only in an era (2^22 and up).
+    const bool era_run = which == NodeCounter::run && key_fingerprint != 0;
+    if ((era_run ? value < call_era_first_run(1) : value <= above) || value > field.max)
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                         errmsg("the Citus coordinator handed out %s %lld, not one above %lld and at most %lld",
                                field.counts, value, (long long)above, (long long)field.max),

@@ -410,7 +410,7 @@ public:
     // own sequences, and a worker asks it for each one
     // (citus_counter_from_coordinator()). Every node's sequences start at the
     // same value, so a worker's own would repeat the coordinator's.
-    int64 take_counter(NodeCounter which, int64) const override
+    int64 take_counter(NodeCounter which, int64 key_fingerprint) const override
     {
         int64 local = -1;
         int rows = 0;
@@ -418,7 +418,7 @@ public:
         raise_no_group(why, local, rows);
         if (local == 0)
             return from_node_sequence;
-        return citus_counter_from_coordinator(which, counter_floor(which));
+        return citus_counter_from_coordinator(which, counter_floor(which), key_fingerprint);
     }
 
 private:

@@ -20,6 +20,8 @@ namespace shardid::pg {
 struct CounterKey {
     int64_t value = 0, revision = 0, version = 0;
     int64_t raised = 0, raised_revision = 0;
+    CallEras eras;  // the run ids' key eras (the run counter's <key>/eras)
+    int64_t eras_revision = 0;
 };
 static bool read_counter(etcd::Client& client, const std::string& key, CounterKey* out, std::string* why, bool* corrupt)
 {
@@ -27,6 +29,7 @@ static bool read_counter(etcd::Client& client, const std::string& key, CounterKe
     *corrupt = false;
     *out = CounterKey{};
     const std::string raised_key = coord::counter_raised_key(key);
+    const std::string eras_key = key + "/eras";  // coord::call_eras_key(), of the run counter only
     if (!client.range(key, coord::prefix_end(key), &kvs, why))
         return false;
     for (const etcd::KeyValue& kv : kvs) {
@@ -43,6 +46,14 @@ static bool read_counter(etcd::Client& client, const std::string& key, CounterKe
             if (!coord::parse_count(kv.value, &out->raised)) {
                 *corrupt = true;
                 *why = "the key \"" + raised_key + "\" holds \"" + printable(kv.value, 40) + "\", which is not a count";
+                return false;
+            }
+        } else if (kv.key == eras_key) {
+            out->eras_revision = kv.mod_revision;
+            if (!coord::call_eras_parse(kv.value.data(), kv.value.size(), &out->eras)) {
+                *corrupt = true;
+                *why = "the key \"" + eras_key + "\" holds \"" + printable(kv.value, 40) +
+                       "\", which is not a list of call-number key eras";
                 return false;
             }
         }
@@ -175,10 +186,39 @@ void Holder::serve_counters()
         }
         corrupt_ = false;
         ended(Condition::corrupt_key);
+        // A run id in the era of the backend's call-number key, from the
+        // eras the cluster recorded beside the counter (call_era_take());
+        // eras recorded before this history (etcd went back, or a key
+        // edited by hand) may have lost run ids taken since: none continues.
+        const int64_t want_key = which == NodeCounter::run ? c.run_key_want.load() : 0;
+        int64_t raised = std::max(ck.raised, floor), value = next;
+        CallEras eras = ck.eras;
+        if (want_key != 0 && next <= max) {
+            if (ck.eras_revision != 0 && coord::before_history(ck.eras_revision, history_created_))
+                eras.close_all();
+            int64_t run = 0;
+            if (!call_era_take(eras, want_key, -1, std::max({ck.value, ck.raised, floor}), &run)) {
+                c.run_refused_key.store(want_key);
+                c.run_refused.store(1);
+                c.counter_want[k].store(0);
+                ConditionVariableBroadcast(&c.changed);
+                continue;
+            }
+            // The counter stays the highest run id taken (nodes raise it to
+            // their floors after etcd lost its data: a new era lies above).
+            next = run;
+            value = std::max(ck.value, run);
+            raised = std::max(raised, value - 1);
+        }
         if (next <= max) {
             etcd::Txn t;
-            const CounterTxn c =
-                counter_txn(key, ck, next, std::max(ck.raised, floor), coord::history_key(prefix_), history_revision_);
+            CounterTxn c = counter_txn(key, ck, value, raised, coord::history_key(prefix_), history_revision_);
+            if (want_key != 0) {
+                const std::string eras_key = coord::call_eras_key(prefix_);
+                c.compare.push_back({ck.eras_revision == 0 ? etcd::Compare::Target::create : etcd::Compare::Target::mod,
+                                     eras_key, ck.eras_revision, ""});
+                c.put.push_back({true, eras_key, coord::call_eras_format(eras), ""});
+            }
             if (!txn(c.compare, c.put, {}, &t, &why)) {
                 failed("could not take a value from \"" + key + "\"", why);
                 continue;
@@ -187,8 +227,17 @@ void Holder::serve_counters()
                 history_revision_ = 0;  // the history may have moved: read it again (claim())
                 continue;               // or another node took one meanwhile: again, next round
             }
+            if (want_key != 0 && eras.n > ck.eras.n)
+                ereport(LOG, (errmsg("shardid coordinator: call-number key era %d recorded in \"%s\" for the key "
+                                     "with fingerprint %lld",
+                                     eras.list[eras.n - 1].era, coord::call_eras_key(prefix_).c_str(),
+                                     (long long)want_key)));
         }
         // None left (next > max): nothing is written, and the backend says so.
+        if (which == NodeCounter::run) {
+            c.run_refused.store(0);
+            c.run_ready_key.store(want_key);
+        }
         c.counter_ready[k].store(next);
         c.counter_want[k].store(0);
         ConditionVariableBroadcast(&c.changed);

@@ -115,9 +115,16 @@ int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint =
                 (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED),
                  errmsg("the %s counter of shardid's %s has no value left", source.name(), node_counter_name(which)),
                  errdetail("It gave %lld; the field holds at most %lld.", (long long)value, (long long)seq.max)));
-        if (claim_counter(which, value))
+        // A run id of a key era is the key's alone by the eras' record
+        // (etcd's, the Citus coordinator's), whatever this node's floor:
+        // keys taken in turn are not taken in ascending order.
+        if (claim_counter(which, value) || (which == NodeCounter::run && key_fingerprint != 0))
             return value;
     }
+    // This node hands out run ids: in the key eras it keeps (each key's
+    // run ids its own, none twice across keys), not from the sequence.
+    if (which == NodeCounter::run && key_fingerprint != 0)
+        return take_call_run(key_fingerprint, above);
     for (;;) {
         const int64 value = nextval_internal(seq.relid, false);
         const int64 floor = std::max(counter_floor(which), above);
@@ -273,9 +280,10 @@ extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
     PG_RETURN_INT64(install_generator(fcinfo, true, counters_epoch()));
 }
 
-// shardid_take_cluster_counter(counter, above): on a Citus coordinator, a
+// shardid_take_cluster_counter(counter, above, key): on a Citus coordinator, a
 // DecimalId generator id ('generator') or a call-number run id ('run') for
-// a worker, above `above` (the worker's own floor). The coordinator is the
+// a worker, above `above` (the worker's own floor; a run id in the era of
+// the call-number key with fingerprint `key`). The coordinator is the
 // one authority of both on a Citus cluster (src/pg/citus/source.cpp):
 // every value it hands out, to a worker or to itself, passes its own
 // counter floor, so none is handed out twice. Superusers only: a worker
@@ -309,7 +317,9 @@ extern "C" Datum shardid_take_cluster_counter(PG_FUNCTION_ARGS)
                         errmsg("no %s is above %lld", node_counter_name(which), (long long)above),
                         errdetail("A floor is -1 (none) to %lld.", (long long)seq.max - 1)));
     LockRelationOid(seq.relid, ShareUpdateExclusiveLock);
-    const int64 value = take_fresh(seq, which, 0, above);
+    // A run id for the worker's call-number key, in that key's era.
+    const int64 key = PG_NARGS() > 2 && which == NodeCounter::run ? PG_GETARG_INT64(2) : 0;
+    const int64 value = take_fresh(seq, which, key, above);
     UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
     PG_RETURN_INT64(value);
 }

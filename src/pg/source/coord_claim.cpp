@@ -257,12 +257,22 @@ public:
                                  "call numbers of its own.")));
         }
         const char* message = psprintf("no %s could be taken from etcd", node_counter_name(which));
+        const bool run = which == NodeCounter::run;
         for (;;) {
+            // A run id taken for another key (another backend's) is not
+            // this one's: its era is that key's.
+            const int64 key_before = run ? c.run_ready_key.load() : 0;
             const int64 value = c.counter_ready[k].exchange(-1);
-            if (value >= 0) {
+            if (value >= 0 && (!run || (key_before == key_fingerprint && c.run_ready_key.load() == key_fingerprint))) {
                 ConditionVariableCancelSleep();
                 return value;
             }
+            if (run && c.run_refused_key.load() == key_fingerprint && c.run_refused.load() != 0) {
+                ConditionVariableCancelSleep();
+                raise_call_eras_used_up();
+            }
+            if (run)
+                c.run_key_want.store(key_fingerprint);
             c.counter_want[k].store(1);
             wait_for_worker(since, message, "",
                             "See SELECT * FROM shardid_coordination(); and check that etcd is "

@@ -52,6 +52,17 @@ struct CoordShared {
     // a backend (-1: none), and whether a backend wants one.
     std::atomic<int64_t> counter_ready[node_state_field_count];
     std::atomic<int> counter_want[node_state_field_count];
+    // Run ids come in key eras (src/core/callnum.hpp): the fingerprint of
+    // the call-number key a backend wants a run id for (set before
+    // counter_want), and the key the run id in counter_ready was taken for
+    // (set before it: a backend reads it before and after taking the value,
+    // and uses the value only when both are its key). run_refused: 1 when
+    // no era was left for the key run_refused_key (0: none), cleared by a
+    // run id taken.
+    std::atomic<int64_t> run_key_want;
+    std::atomic<int64_t> run_ready_key;
+    std::atomic<int64_t> run_refused;
+    std::atomic<int64_t> run_refused_key;
     // The cluster's call-number key (<prefix>/call_number_key, recorded only
     // by a superuser's shardid_set_call_number_key()): backends ask by
     // taking a number from call_key_asked; the worker reads etcd, stores the

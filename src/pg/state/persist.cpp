@@ -167,6 +167,7 @@ NodeState persisted_state()
     st.release_token = shared->release_token.load();
     st.claim_floor_ms = shared->claim_floor_ms.load();
     st.fleet_ttl_ms = shared->fleet_ttl_ms.load();
+    st.call_eras = shared->call_eras;
     return st;
 }
 
@@ -210,6 +211,37 @@ bool claim_counter(NodeCounter which, int64 value)
     return fresh;
 }
 
+int64 take_call_run(int64 key, int64 above)
+{
+    attach_if_needed();
+    raise_if_corrupt();
+    LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
+    int64& floor = shared->counter_floors[int(NodeCounter::run)];
+    CallEras eras = shared->call_eras;
+    int64_t run = -1;
+    if (!call_era_take(eras, key, -1, std::max(floor, above), &run)) {
+        LWLockRelease(&shared->state_lock);
+        raise_call_eras_used_up();
+    }
+    shared->call_eras = eras;
+    floor = std::max(floor, int64(run));
+    const XLogRecPtr end = persist(persisted_state());
+    LWLockRelease(&shared->state_lock);
+    // Used only once its record is safe, like any counter's floor.
+    confirm_lsn(end);
+    return run;
+}
+
+void raise_call_eras_used_up()
+{
+    ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED), errmsg("no call-number key era is left"),
+                    errdetail("Each call-number key takes eras of run ids of its own, so that no call number is "
+                              "issued twice across keys; all %d are taken.",
+                              call_era_max),
+                    errhint("Issue call numbers with a key that has an era already, or use another scheme for new "
+                            "ones.")));
+}
+
 void replay_node_state(const NodeState& st)
 {
     attach_if_needed();
@@ -234,6 +266,9 @@ void replay_node_state(const NodeState& st)
         shared->restart_floor_ms.store(st.mark_ms);
     raise_to(shared->retired_ms, int64_t(st.retired_ms));
     set_counter_floors(st, true);
+    // Eras are only appended: the primary's list holds this one's.
+    if (st.call_eras.n > shared->call_eras.n)
+        shared->call_eras = st.call_eras;
     for (int i = 0; i < st.n_marks; i++) {
         if (marked[i] == nullptr) {
             // No slot left for it here: its whole tick counts as used.

@@ -112,6 +112,7 @@ void attach_locked()
         aligned->release_token_at_start = st.release_token;
         aligned->claim_floor_ms.store(st.claim_floor_ms);
         aligned->fleet_ttl_ms.store(st.fleet_ttl_ms);
+        aligned->call_eras = st.call_eras;
         shared = aligned;
         set_counter_floors(st, false);
         // Layouts with marks of their own resume exactly where those say;

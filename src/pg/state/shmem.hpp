@@ -108,4 +108,13 @@ int64 counter_floor(NodeCounter which);
 // if it is not (then it must not be used).
 bool claim_counter(NodeCounter which, int64 value);
 
+// The next call-number run id for the key with fingerprint `key`, this
+// node being the one that hands them out (node ids from settings, a Citus
+// coordinator): in the key's era (call_era_take(), src/core/callnum.hpp),
+// a new era above `above`'s too (-1: none; a Citus worker's own floor: the
+// eras it used before it joined), recorded with the node's run floor in one
+// durable record before it returns. 2200H when no era is left.
+int64 take_call_run(int64 key, int64 above);
+[[noreturn]] void raise_call_eras_used_up();
+
 }  // namespace shardid::pg
