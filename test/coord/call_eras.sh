@@ -8,7 +8,8 @@
 #     texts issued twice, across two keys); every text decodes with its own
 #     key to its run; the keys again in turn, after a restart and after
 #     kill -9 too, each in its own era; two databases' default keys at
-#     once; 255 eras in all, then 2200H; 1.2's texts (era 0) never come
+#     once; a dump restored into another server goes on above its
+#     numbers; 255 eras in all, then 2200H; 1.2's texts (era 0) never come
 #     again.
 #   2 two nodes with node ids from etcd: the cluster's eras in etcd; keys
 #     changed on both nodes in turn, no text twice across both nodes; etcd
@@ -95,6 +96,22 @@ if want 1; then
     q l -c "COPY d FROM STDIN" <"$work/other.txt" 2>&1
     check "two databases' default keys at once: 80,000 call numbers, none twice" "80000|80000" \
         "$(q l -c "SELECT count(*) || '|' || count(DISTINCT c) FROM d")"
+    # A dump restored into another server (a node state of its own, no
+    # eras): its numbers come after the dump's.
+    r=$(pg_tmpdir); coord_dirs+=("$r"); dir_of[r]=$r; port_of[r]=$((base + 2))
+    cluster_init "$r" "shared_preload_libraries = 'shardid'" "shardid.node_id = 4" "shardid.launch_id = 1" &&
+        node_start r || stop_suite "the restore's server did not start"
+    pg_dump -h "$d" -p "${port_of[l]}" -U postgres -d postgres >"$work/dump.sql" 2>"$work/dump.err" ||
+        fail "pg_dump failed: $(head -2 "$work/dump.err")"
+    q r -v ON_ERROR_STOP=0 -f "$work/dump.sql" >/dev/null 2>&1
+    for k in 1 6; do
+        q r -c "SET shardid.call_number_key = 'k$k'" \
+            -c "INSERT INTO c SELECT next_call_number(), $k FROM generate_series(1, 20000)" >/dev/null 2>"$work/r.err" ||
+            fail "a dump restored into another server, key k$k: $(head -1 "$work/r.err")"
+    done
+    check "a dump restored into another server: keys 1 and 6 go on, none of their numbers comes again" "$(($(q l -c "SELECT count(*) FROM c") + 40000))" \
+        "$(q r -c "SELECT count(DISTINCT c) FROM c")"
+    cluster_stop "$r" fast
     # 255 eras: six keys and the two default keys took eras 1 to 8; keys
     # 7 to 253 take 9 to 255 (in one session), key 254 none.
     for k in $(seq 7 253); do

@@ -122,9 +122,16 @@ int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint =
             return value;
     }
     // This node hands out run ids: in the key eras it keeps (each key's
-    // run ids its own, none twice across keys), not from the sequence.
-    if (which == NodeCounter::run && key_fingerprint != 0)
-        return take_call_run(key_fingerprint, above);
+    // run ids its own, none twice across keys). The sequence still follows
+    // the highest run id taken, and a new era lies above it: a dump
+    // restored into another server carries it, not the node state.
+    if (which == NodeCounter::run && key_fingerprint != 0) {
+        const int64 last = nextval_internal(seq.relid, false);
+        const int64 run = take_call_run(key_fingerprint, std::max(above, last));
+        if (run > last && run < seq.max)
+            restart_sequence_at(seq, run + 1);
+        return run;
+    }
     for (;;) {
         const int64 value = nextval_internal(seq.relid, false);
         const int64 floor = std::max(counter_floor(which), above);
