@@ -260,9 +260,10 @@ call_eras_cluster() {
     q w2 -c "SET shardid.call_number_key = 'era_b'" -c "COPY (SELECT next_call_number(), 'b' FROM generate_series(1, 20000)) TO STDOUT" >>"$cwork/era.txt" 2>&1
     q w1 -c "SET shardid.call_number_key = 'era_a'" -c "COPY (SELECT next_call_number(), 'a' FROM generate_series(1, 20000)) TO STDOUT" >>"$cwork/era.txt" 2>&1
     check "key eras: two keys in turn, from the coordinator and two workers, a again: 80,000 call numbers, none twice" "80000 0" \
-        "$(grep -c $'\t' "$cwork/era.txt") $(cut -f1 "$cwork/era.txt" | sort | uniq -d | wc -l)"
-    era_a=$(q c -c "SET shardid.call_number_key = 'era_a'" -c "SELECT string_agg(DISTINCT ((call_number_decode(c)).run_id >> 22)::text, ',') FROM (VALUES ('$(head -1 "$cwork/era.txt" | cut -f1)'), ('$(tail -1 "$cwork/era.txt" | cut -f1)')) v(c)" | tail -1)
-    era_b=$(q c -c "SET shardid.call_number_key = 'era_b'" -c "SELECT (call_number_decode('$(sed -n 30000p "$cwork/era.txt" | cut -f1)')).run_id >> 22" | tail -1)
+        "$(grep -c $'\t' "$cwork/era.txt") $(grep $'\t' "$cwork/era.txt" | cut -f1 | sort | uniq -d | wc -l)"
+    grep $'\t' "$cwork/era.txt" >"$cwork/era.tsv"  # (psql's SET lines out)
+    era_a=$(q c -c "SET shardid.call_number_key = 'era_a'" -c "SELECT string_agg(DISTINCT ((call_number_decode(c)).run_id >> 22)::text, ',') FROM (VALUES ('$(head -1 "$cwork/era.tsv" | cut -f1)'), ('$(tail -1 "$cwork/era.tsv" | cut -f1)')) v(c)" | tail -1)
+    era_b=$(q c -c "SET shardid.call_number_key = 'era_b'" -c "SELECT (call_number_decode('$(sed -n 30000p "$cwork/era.tsv" | cut -f1)')).run_id >> 22" | tail -1)
     check "... each key's numbers in an era of its own (run_id >> 22): a's, b's the next" "t" \
         "$([ "${era_a:-0}" -ge 1 ] 2>/dev/null && [ "${era_b:-0}" = $((era_a + 1)) ] && echo t || echo "a $era_a, b $era_b")"
 }
