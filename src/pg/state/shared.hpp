@@ -119,7 +119,7 @@ struct Shared {
     // run ids, ...), by their index in node_state_fields; other entries unused.
     int64 counter_floors[node_state_field_count];
     // NodeState::call_eras: the call-number key eras this node recorded as
-    // the one that hands out run ids (claim_call_era()), under state_lock.
+    // the one that hands out run ids (take_call_run()), under state_lock.
     CallEras call_eras;
     // NodeState::release_token: read from the state file at start, set by
     // the coordinator at a clean release, written at the postmaster's clean
