@@ -266,9 +266,16 @@ void replay_node_state(const NodeState& st)
         shared->restart_floor_ms.store(st.mark_ms);
     raise_to(shared->retired_ms, int64_t(st.retired_ms));
     set_counter_floors(st, true);
-    // Eras are only appended: the primary's list holds this one's.
-    if (st.call_eras.n > shared->call_eras.n)
-        shared->call_eras = st.call_eras;
+    // Eras are only appended and their counters only go up: the primary's
+    // record holds every era this one has, each at least as far (a promoted
+    // standby must not hand out a run id again).
+    for (int i = 0; i < st.call_eras.n; i++) {
+        const CallEra& e = st.call_eras.list[i];
+        if (i < shared->call_eras.n && shared->call_eras.list[i].era == e.era && shared->call_eras.list[i].key == e.key)
+            shared->call_eras.list[i].low = std::max(shared->call_eras.list[i].low, e.low);
+        else if (i >= shared->call_eras.n)
+            shared->call_eras.append(e.era, e.key, e.low);
+    }
     for (int i = 0; i < st.n_marks; i++) {
         if (marked[i] == nullptr) {
             // No slot left for it here: its whole tick counts as used.
