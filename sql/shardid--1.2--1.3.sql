@@ -60,6 +60,18 @@ COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) IS
     'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
     'run id (''run'', in the key era of the call-number key with fingerprint key) above the worker''s floor; the '
     'coordinator hands out every one of the cluster (superusers)';
+-- Keys under a fence (src/pg/citus/key_lease.cpp): a Citus worker leases the
+-- coordinator's key ring.
+CREATE TRIGGER shardid_key_ring_leases
+    BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_key
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_key_ring_spread();
+CREATE FUNCTION shardid_citus_key_lease(fence integer) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_citus_key_lease'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION shardid_citus_key_lease(integer) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_citus_key_lease(integer) IS
+    'on a Citus coordinator, asked by a worker''s fence: the key ring under a lease of '
+    'at most fence ms, which a change of the ring waits out before it changes a row (superusers)';
 COMMENT ON FUNCTION next_call_number() IS
     'next short public call number: 8 base62 characters, run_id | sequence shuffled by shardid.call_number_key, '
     'in that key''s era of run ids (run_id >> 22): never issued twice across keys (255 eras at most)';

@@ -570,6 +570,11 @@ CREATE TRIGGER shardid_key_ring_spread
 CREATE TRIGGER shardid_key_ring_spread_truncate
     AFTER TRUNCATE ON shardid_key
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_key_ring_spread();
+-- Workers lease the ring (src/pg/citus/key_lease.cpp): a change on the
+-- coordinator waits their leases out before its first row changes.
+CREATE TRIGGER shardid_key_ring_leases
+    BEFORE INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_key
+    FOR EACH STATEMENT EXECUTE FUNCTION shardid_key_ring_spread();
 CREATE FUNCTION shardid_key_apply(name text, secret bytea, created_at timestamptz) RETURNS void
     AS 'MODULE_PATHNAME', 'shardid_key_apply'
     LANGUAGE C VOLATILE;
@@ -585,6 +590,13 @@ COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) IS
     'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
     'run id (''run'', in the key era of the call-number key with fingerprint key) above the worker''s floor; the '
     'coordinator hands out every one of the cluster (superusers)';
+CREATE FUNCTION shardid_citus_key_lease(fence integer) RETURNS text
+    AS 'MODULE_PATHNAME', 'shardid_citus_key_lease'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION shardid_citus_key_lease(integer) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_citus_key_lease(integer) IS
+    'on a Citus coordinator, asked by a worker''s fence: the key ring under a lease of '
+    'at most fence ms, which a change of the ring waits out before it changes a row (superusers)';
 
 -- The Citus group fence (src/pg/citus/fence.cpp, docs/citus.md): a
 -- worker issues IDs under its group id only while the coordinator confirms

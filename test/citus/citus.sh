@@ -23,14 +23,16 @@
 #     away refuses the default key its own CREATE EXTENSION made.
 #   2c a worker that missed a ring change (disabled, then without
 #     metadata) refuses its stale copy, to Citus' connections and to an
-#     ordinary role connected to it alike; shardid_sync_keys() repairs it
-#     and names the workers it cannot reach.
+#     ordinary role connected to it alike (a disabled worker from its next
+#     statement: its lease of the coordinator's ring differs);
+#     shardid_sync_keys() repairs it and names the workers it cannot reach.
 #   2d a change of the ring prepared on a worker whose COMMIT PREPARED was
 #     lost: every backend of the worker refuses the key until Citus'
 #     recovery commits it, then uses the coordinator's new secret.
 #   2e a key changed on the coordinator while a worker runs one message of
 #     several statements, or a DO block that commits: each statement after
-#     the change uses the new secret.
+#     the change uses the new secret. The change waits out the workers'
+#     leases of the ring first; it cannot be PREPAREd on the coordinator.
 #   3 a load through all three nodes for CITUS_SECONDS (60) on every write
 #     path (test/citus/load.py: router, multi-row, COPY, reference table,
 #     tenant schemas, INSERT ... SELECT pushed down and repartitioned),
@@ -43,6 +45,10 @@
 #     promoted (its clock 5 s behind) and named by citus_update_node(), it
 #     issues under the worker's group once the old primary's confirmation
 #     ran out, above all its IDs; the old primary stops within the fence.
+#   4c, 4d the coordinator stopped shorter than the fence: no ID, key or
+#     call number fails or stalls (a session, and a new connection per
+#     statement); longer: statements that need a key fail with 55000 after
+#     a bounded wait, and heal once it answers.
 #   5 negative control: the same load with every node on one hand-set id
 #     (shardid.node_id_source = setting) gives duplicates.
 #   6 a backend open while its node joins a cluster issues its next ID
@@ -104,7 +110,10 @@ q_err() { q "$1" -c "\\set VERBOSITY verbose" -c "$2" 2>&1 >/dev/null | head -3 
 
 # --- 1: the extension and the node ids ------------------------------------------
 src="shardid.node_id_source = citus"
-cnode_up c "$base" "$src" || { fail "citus: the coordinator did not start: $(cnode_why c)"; exit 1; }
+# The coordinator leases its key ring for 3 s at most (shardid.citus_fence
+# caps its leases, key_lease.cpp): a change of the ring waits that long
+# for the workers' leases, not the default 10 s.
+cnode_up c "$base" "$src" "shardid.citus_fence = 3s" || { fail "citus: the coordinator did not start: $(cnode_why c)"; exit 1; }
 cnode_up w1 $((base + 1)) "$src" && cnode_up w2 $((base + 2)) "$src" || { fail "citus: a worker did not start: $(cnode_why w1) $(cnode_why w2)"; exit 1; }
 q c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null
 cnode_add w1 && cnode_add w2 || { fail "citus: citus_cnode_add failed"; exit 1; }
@@ -350,6 +359,8 @@ q c -c "SELECT citus_disable_node('127.0.0.1', $w2port, synchronous := true)" >/
 q c -c "SELECT drop_obfuscation_key('rotating')" -c "SELECT create_obfuscation_key('rotating')" >/dev/null
 check "while w2 is disabled, a key changed on the coordinator does not reach it" "f" \
     "$(q c -At -c "SELECT secret = '\\x$(q w2 -c "SELECT encode(secret, 'hex') FROM shardid_key WHERE name = 'rotating'")' FROM shardid_key WHERE name = 'rotating'")"
+contains "... and w2, still running while disabled, refuses its stale copy from its next statement (before: used it until its metadata changed)" \
+    "$(ask_w2 "SELECT obfuscate_id(42, 'rotating');")" "differs from the coordinator's"
 q c -c "SELECT citus_activate_node('127.0.0.1', $w2port)" >/dev/null 2>&1 || fail "citus_activate_node(w2) failed"
 opaque_r=$(q c -c "SELECT obfuscate_id(42, 'rotating')")
 err=$(q_err w2 "SELECT obfuscate_id(42, 'rotating')")
@@ -456,20 +467,32 @@ fi
 # procedure or DO block.
 q c -c "SELECT create_obfuscation_key('turn')" >/dev/null
 turn_before=$(q c -c "SELECT obfuscate_id(42, 'turn')")
-q w1 -c "SELECT obfuscate_id(42, 'turn'); SELECT pg_sleep(3); SELECT obfuscate_id(42, 'turn')" >"$cwork/turn.message" 2>&1 &
+# The change waits out the workers' leases of the ring (at most the
+# coordinator's fence, 3 s here) before it changes a row: the workers'
+# last statements begin 6 s in, after it committed.
+q w1 -c "SELECT obfuscate_id(42, 'turn'); SELECT pg_sleep(6); SELECT obfuscate_id(42, 'turn')" >"$cwork/turn.message" 2>&1 &
 turner=$!
-q w2 -c "DO \$\$ DECLARE a bigint; b bigint; BEGIN a := obfuscate_id(42, 'turn'); PERFORM pg_sleep(3); COMMIT;
+q w2 -c "DO \$\$ DECLARE a bigint; b bigint; BEGIN a := obfuscate_id(42, 'turn'); PERFORM pg_sleep(6); COMMIT;
          b := obfuscate_id(42, 'turn'); RAISE NOTICE 'turn % %', a, b; END \$\$" >"$cwork/turn.do" 2>&1 &
 turner2=$!
 sleep 1.2
+turn_began=$(date +%s%3N)
 q c -c "UPDATE shardid_key SET secret = shardid_random_key() WHERE name = 'turn'" >/dev/null
+turn_took=$(($(date +%s%3N) - turn_began))
 turn_after=$(q c -c "SELECT obfuscate_id(42, 'turn')")
 wait $turner $turner2
+check "the change waited out the workers' leases, at most the coordinator's fence (3 s) and a second" "t" \
+    "$([ "$turn_took" -le 4000 ] && echo t || echo "f ($turn_took ms)")"
 check "w1, one message of three statements across a key change: its first uses the old secret, its last the new one" \
     "$turn_before  $turn_after" "$(tr '\n' ' ' <"$cwork/turn.message" | sed 's/ *$//')"
 check "w2, a DO block that COMMITs across a key change: the new secret after its COMMIT" \
     "turn $turn_before $turn_after" "$(sed -n 's/.*NOTICE: *//p' "$cwork/turn.do")"
 q c -c "SELECT drop_obfuscation_key('turn')" >/dev/null
+err=$(q_err c "BEGIN; SELECT create_obfuscation_key('prepared'); PREPARE TRANSACTION 'shardid_ring'")
+contains "a change of the key ring cannot be PREPAREd on the coordinator (0A000): it would commit after new leases" \
+    "$err" "0A000"
+check "... and nothing of it is left" "0 0" \
+    "$(q c -c "SELECT count(*) FROM pg_prepared_xacts WHERE gid = 'shardid_ring'") $(q c -c "SELECT count(*) FROM shardid_key WHERE name = 'prepared'")"
 
 # --- 3: the load -----------------------------------------------------------------
 q c >/dev/null <<'SQL'
@@ -641,6 +664,68 @@ check "a coordinator paused 3 s (fence 10 s): no failed statement on w2" "0" "$(
 check "... and no statement stalled: the longest gap between IDs under 1 s" "t" \
     "$([ "$n" -gt 1000 ] && [ "$gap" -lt 1000 ] && echo t || echo "f ($n IDs, longest gap $gap ms)")"
 check "... while the coordinator did not answer (a query to it timed out during the pause)" "timed out" "$c_paused"
+
+# --- 4d: keys and call numbers through a coordinator pause --------------------------
+# Issue 65, part 5: workers hold the coordinator's key ring under a lease
+# and keep spare call-number runs (key_lease.cpp, spare_runs.cpp). Before,
+# a worker asked the coordinator for a key in every statement (16 and
+# later) or every new backend (15), and for every new run: a coordinator
+# stopped for 10 s stalled every such statement for 10 s. With a fence of
+# 20 s, the coordinator is stopped for 12 s under two sessions that
+# obfuscate and take a call number in every statement and a client that
+# opens a new connection for each; then, with a fence of 4 s, for 9 s: past
+# the lease statements fail with 55000 after a bounded wait (2 s and a
+# renewal interval), not a stall for the whole pause, and heal by themselves.
+fence_all() {
+    local n
+    for n in c w1 w2; do q "$n" -c "ALTER SYSTEM SET shardid.citus_fence = '$1'" -c "SELECT pg_reload_conf()" >/dev/null; done
+}
+pause_round() {  # SECONDS-OF-LOAD PAUSE-AT PAUSE-FOR: the loads' lines in $cwork/pl.*
+    local load=$1 at=$2 for=$3 p
+    rm -f "$cwork"/pl.*
+    for n in w1 w2; do q "$n" -c "SELECT obfuscate_id(1), next_call_number()" >/dev/null; done
+    sleep 2
+    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w1]}" --seconds "$load" --label "w1-session" >"$cwork/pl.1" 2>&1 &
+    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w2]}" --seconds "$load" --label "w2-session" >"$cwork/pl.2" 2>&1 &
+    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w1]}" --seconds "$load" --fresh --label "w1-new-connections" \
+        >"$cwork/pl.3" 2>&1 &
+    sleep "$at"
+    p=$(coord_pids)
+    # shellcheck disable=SC2086
+    kill -STOP $p
+    sleep "$for"
+    # shellcheck disable=SC2086
+    kill -CONT $p
+    wait
+    sed 's/^/# /' "$cwork"/pl.*
+}
+field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1"; }
+fence_all 20s
+sleep 1
+pause_round 22 5 12
+for f in 1 2 3; do
+    label=$(awk '{ print $1; exit }' "$cwork/pl.$f")
+    bound=1000
+    [ "$f" = 3 ] && bound=1500  # a new connection's own setup
+    check "coordinator stopped 12 s, fence 20 s: $label, no failed statement" "0" "$(field "$cwork/pl.$f" failed)"
+    check "... and none stalled: $label's longest under $bound ms" "t" \
+        "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt "$bound" ] && echo t || echo "f (${l:-none} ms)")"
+done
+fence_all 4s
+sleep 5  # leases of 20 s granted before end by now (the lease is renewed every 400 ms)
+pause_round 18 4 9
+for f in 1 2; do
+    label=$(awk '{ print $1; exit }' "$cwork/pl.$f")
+    states=$(field "$cwork/pl.$f" sqlstates)
+    check "coordinator stopped 9 s, fence 4 s: $label's statements past the lease fail with 55000 only" "t" \
+        "$([[ $states =~ ^55000:[0-9]+$ ]] && echo t || echo "f ($states)")"
+    check "... after a bounded wait, not the whole pause: $label's longest under 3.5 s" "t" \
+        "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt 3500 ] && echo t || echo "f (${l:-none} ms)")"
+    check "... and heal by themselves once it answers: $label succeeds again" "t" \
+        "$(a=$(field "$cwork/pl.$f" after); [ "${a:-0}" -gt 100 ] && echo t || echo "f (${a:-0} after the last failure)")"
+done
+contains "... the error says why" "$(cat "$cwork/pl.1" "$cwork/pl.2")" "could not be confirmed with the Citus coordinator"
+for n in c w1 w2; do q "$n" -c "ALTER SYSTEM RESET shardid.citus_fence" -c "SELECT pg_reload_conf()" >/dev/null; done
 
 # The shards a move left behind are dropped by Citus' deferred cleanup;
 # until then they use next_trace_id() too (docs/citus.md).

@@ -4,7 +4,11 @@ starts it; test/citus/checker.py judges what it wrote).
 
 The system: a coordinator and two workers, each a slot of two servers, a
 primary and its synchronous streaming standby ("c.a" and "c.b", "w1.a"
-and "w1.b", "w2.a" and "w2.b"), with `shardid.node_id_source = citus`.
+and "w1.b", "w2.a" and "w2.b"), with `shardid.node_id_source = citus`,
+and a third worker without a standby ("w3.a") that had shardid before it
+joined: it made its own key ring (its own `default`) and issued call
+numbers alone, then was added with citus_add_node() and given the
+coordinator's ring with shardid_sync_keys().
 Clients, two per slot, connect to the slot's primary and write through it
 with every scheme: TraceId, a user layout ('nem', 10 ms ticks), DecimalId,
 call numbers, `next_instagram_id(shard)` with the slot's declared logical
@@ -12,6 +16,10 @@ shards (`shardid.shards`: c 100-131, w1 200-231, w2 300-331), and
 `obfuscate_id()` of small numbers with the key 'nemesis'; half the
 operations INSERT into a distributed table (the default or the function
 evaluated on the node that receives the write, RETURNING it), half SELECT.
+A quarter of the operations are sent as one message of several
+statements (a short sleep first), whose last answers. A call number is
+decoded in its own statement (a change of the call-number key between two
+statements would decode it with another key).
 A client keeps its connection after its slot failed over (an application
 that has not noticed) until the server refuses it, then connects to the
 slot's new primary. Every operation is recorded: client, serving server,
@@ -41,6 +49,12 @@ each printed as `fault KIND TARGET at T for D`:
                            shardid.citus_fence plus 4 s
   key-change               the key 'nemesis' dropped and made again with a
                            new secret, in one transaction on the coordinator
+  call-key-change          shardid.call_number_key changed on every server
+                           (ALTER SYSTEM, reload): to a new key made on the
+                           coordinator, or back to one used before
+  metadata-stop            w3's metadata taken away
+                           (stop_metadata_sync_to_node()) for D seconds,
+                           then given back with shardid_sync_keys()
   clock-step               a primary's clock stepped 3 s back
                            (shardid.clock_offset_ms) for D seconds
 After a failover the old primary is rebuilt as the new primary's standby
@@ -84,12 +98,12 @@ BASE = int(os.environ.get("CITUS_NEMESIS_PORT", "27300"))
 FENCE_S = 10  # shardid.citus_fence, its default
 OP_TIMEOUT_S = 8.0
 RATE = 40  # operations a second per client, at most
-SLOTS = ["c", "w1", "w2"]
-SHARDS = {"c": 100, "w1": 200, "w2": 300}
+SLOTS = ["c", "w1", "w2", "w3"]
+SHARDS = {"c": 100, "w1": 200, "w2": 300, "w3": 400}
 SHARDS_N = 32
 KINDS = ["worker-failover-running", "worker-failover-frozen", "worker-replaced", "coordinator-failover",
          "update-node-swap", "shard-move", "rebalance", "pause-coordinator-short", "pause-coordinator-long",
-         "key-change", "clock-step"]
+         "key-change", "clock-step", "call-key-change", "metadata-stop"]
 TABLES = {"trace": "t_trace", "layout": "t_layout", "decimal": "t_decimal", "call": "t_call",
           "instagram/shard": "t_instagram", "obfuscate": "t_obfuscate"}
 
@@ -173,7 +187,7 @@ CONF = [
     "shared_preload_libraries = 'citus,shardid'",
     "fsync = off",
     "shared_buffers = 16MB",
-    "max_connections = 150",
+    "max_connections = 300",
     "max_prepared_transactions = 100",
     "wal_level = logical",
     "max_wal_senders = 10",
@@ -195,13 +209,23 @@ class Slot:
         self.primary, self.standby = self.servers
         self.lock = threading.Lock()
 
-    def init(self):
+    def init(self, before=None):
+        """The primary made and started; `before` run on it before Citus
+        is installed."""
         s = self.primary
         os.makedirs(s.dir)
         if ROOT:
             shutil.chown(s.dir, "postgres", "postgres")
         run([f"{PG_BIN}/initdb", "-D", s.data, "-U", "postgres", "-A", "trust", "--no-sync"])
         s.conf(*CONF, f"shardid.shards = '{SHARDS[self.name]}-{SHARDS[self.name] + SHARDS_N - 1}'")
+        if before:
+            # A server of its own first (node id 9 by setting), then
+            # restarted with its node id from Citus.
+            s.conf("shardid.node_id_source = setting", "shardid.node_id = 9")
+            s.start()
+            s.sql(before)
+            s.stop()
+            s.conf("shardid.node_id_source = citus")
         s.start()
         s.sql("CREATE EXTENSION citus")
 
@@ -253,8 +277,9 @@ OPS = {
                 "RETURNING id, (decimal_id_decode(id)).generator_id"),
     "call": ("SELECT c, (call_number_decode(c)).run_id FROM (SELECT next_call_number() AS c) s",
              # (call_number_decode() is STABLE, which Citus refuses in
-             # RETURNING: decoded by a second statement.)
-             "INSERT INTO t_call (tenant, op) VALUES ({tenant}, {op}) RETURNING id, NULL"),
+             # RETURNING: decoded outside the INSERT, in the same statement.)
+             "WITH i AS (INSERT INTO t_call (tenant, op) VALUES ({tenant}, {op}) RETURNING id) "
+             "SELECT id, (call_number_decode(id)).run_id FROM i"),
     "instagram/shard": (
         "SELECT id, (instagram_decode(id)).shard FROM (SELECT next_instagram_id({shard}) AS id) s",
         "INSERT INTO t_instagram (tenant, op, id) VALUES ({tenant}, {op}, next_instagram_id({shard})) "
@@ -325,15 +350,16 @@ class Client(threading.Thread):
                     deadline = t0 + OP_TIMEOUT_S
                 rec["node"] = self.server.name
                 cur = self.conn.cursor()
-                cur.execute(OPS[scheme][kind == "insert"].format(
+                text = OPS[scheme][kind == "insert"].format(
                     tenant=self.rng.randrange(1000), op=op, x=x,
-                    shard=self.shard_base + self.rng.randrange(SHARDS_N)))
+                    shard=self.shard_base + self.rng.randrange(SHARDS_N))
+                if self.rng.random() < 0.25:
+                    # One message of several statements: the last answers.
+                    text = "SELECT pg_sleep(0.02); SELECT 1; " + text
+                    rec["message"] = True
+                cur.execute(text)
                 wait(self.conn, deadline)
                 value, nid = cur.fetchone()
-                if nid is None:
-                    cur.execute("SELECT (call_number_decode(%s)).run_id", (value,))
-                    wait(self.conn, deadline)
-                    nid = cur.fetchone()[0]
                 rec.update(outcome="ok", value=value, nid=nid)
             except (Timeout, psycopg2.Error, OSError) as e:
                 if answered(rec, e, self.conn):
@@ -368,11 +394,13 @@ def schedule(seed, seconds, kinds=KINDS):
         kind = first[i] if i < len(first) else rng.choice(first)
         i += 1
         target = {"coordinator-failover": "c", "pause-coordinator-short": "c", "pause-coordinator-long": "c",
-                  "key-change": "c", "update-node-swap": "w1+w2", "shard-move": "w1+w2",
+                  "key-change": "c", "call-key-change": "all", "metadata-stop": "w3",
+                  "update-node-swap": "w1+w2", "shard-move": "w1+w2",
                   "rebalance": "w1+w2"}.get(kind) or rng.choice(["w1", "w2"] + (["c"] if kind == "clock-step" else []))
         d = {"worker-failover-running": rng.uniform(4, 16), "worker-failover-frozen": rng.uniform(FENCE_S + 1, FENCE_S + 6),
              "update-node-swap": rng.uniform(4, 14), "pause-coordinator-short": 3.0,
-             "pause-coordinator-long": FENCE_S + 4.0, "clock-step": rng.uniform(3, 10)}.get(kind, 0.0)
+             "pause-coordinator-long": FENCE_S + 4.0, "clock-step": rng.uniform(3, 10),
+             "metadata-stop": rng.uniform(3, 10)}.get(kind, 0.0)
         cost = d + 12 + (15 if "failover" in kind or kind == "worker-replaced" else 0)
         if budget - cost < 0 and i > len(first):
             break
@@ -385,6 +413,34 @@ class Nemesis:
     def __init__(self, slots, rng):
         self.slots = {s.name: s for s in slots}
         self.rng = rng
+        self.call_keys = ["default"]  # the call-number keys used, the current last
+
+    def call_key_change(self):
+        """shardid.call_number_key on every server: a new key, or one used
+        before (keys may come back)."""
+        if len(self.call_keys) > 1 and self.rng.random() < 0.4:
+            key = self.rng.choice(self.call_keys[:-1])
+        else:
+            key = f"call{len(self.call_keys)}"
+            self.coordinator().sql(f"SELECT create_obfuscation_key('{key}')", timeout=60)
+        self.call_keys.append(key)
+        for slot in self.slots.values():
+            for srv in slot.servers:
+                try:
+                    srv.sql(f"ALTER SYSTEM SET shardid.call_number_key = '{key}'")
+                    srv.sql("SELECT pg_reload_conf()")
+                except psycopg2.Error:
+                    # Not running (a standby being rebuilt takes the
+                    # primary's postgresql.auto.conf).
+                    pass
+
+    def metadata_stop(self, d):
+        c = self.coordinator()
+        w3 = self.slots["w3"].primary
+        c.sql(f"SELECT stop_metadata_sync_to_node('127.0.0.1', {w3.port})", timeout=60)
+        time.sleep(d)
+        c.sql(f"SELECT start_metadata_sync_to_node('127.0.0.1', {w3.port})", timeout=60)
+        c.sql("SELECT shardid_sync_keys()", timeout=60)
 
     def coordinator(self):
         return self.slots["c"].primary
@@ -505,6 +561,10 @@ class Nemesis:
         elif kind == "key-change":
             self.coordinator().sql("BEGIN; SELECT drop_obfuscation_key('nemesis'); "
                                    "SELECT create_obfuscation_key('nemesis'); COMMIT", timeout=60)
+        elif kind == "call-key-change":
+            self.call_key_change()
+        elif kind == "metadata-stop":
+            self.metadata_stop(d)
         elif kind == "clock-step":
             p = self.slots[target].primary
             p.sql("ALTER SYSTEM SET shardid.clock_offset_ms = -3000")
@@ -583,13 +643,20 @@ def main():
     print(f"# history in {out} (seed {args.seed})", flush=True)
     t_setup = now()
     try:
+        # w3 had shardid before it joined, and before Citus: its own key
+        # ring, its own call numbers (under its own 'default'); then it
+        # joins and takes the coordinator's ring.
         for s in slots:
-            s.init()
+            s.init("CREATE EXTENSION shardid; SELECT next_call_number(), obfuscate_id(42) FROM generate_series(1, 100)"
+                   if s.name == "w3" else None)
+        w3 = slots[3].primary
         c.primary.sql(f"SELECT citus_set_coordinator_host('127.0.0.1', {c.primary.port})")
-        for s in slots[1:]:
+        for s in slots[1:3]:
             c.primary.sql(f"SELECT citus_add_node('127.0.0.1', {s.primary.port})")
         c.primary.sql(SETUP_SQL)
-        for s in slots:
+        c.primary.sql(f"SELECT citus_add_node('127.0.0.1', {w3.port})")
+        c.primary.sql("SELECT shardid_sync_keys()")
+        for s in slots[:3]:
             s.build_standby()
         if args.control == "same-group":
             # w1.b, a copy of w1.a, promoted and on its own; both given
@@ -628,7 +695,7 @@ def main():
     for cl in clients:
         cl.start()
     rc = 0
-    nemesis = Nemesis(slots[:3], random.Random(args.seed))
+    nemesis = Nemesis(slots[:4], random.Random(args.seed))
     plan = [] if args.control else schedule(args.seed, args.seconds, args.kinds.split(",") if args.kinds else KINDS)
     try:
         time.sleep(3)
@@ -651,7 +718,7 @@ def main():
     finally:
         # The clients go on while the cluster settles, so what follows a
         # fault is in the history too.
-        ok = settled(slots[:3], now() + FENCE_S * 3 + 30)
+        ok = settled(slots[:4], now() + FENCE_S * 3 + 30)
         time.sleep(2)
         stop.set()
         for cl in clients:
@@ -665,7 +732,7 @@ def main():
                 for flt in faults:
                     f.write(json.dumps(flt) + "\n")
             n = read_back(slots[0].primary, out)
-            final_keys(slots[:3], out)
+            final_keys(slots[:4], out)
             with open(os.path.join(out, "run.json"), "w") as f:
                 json.dump({"start": start, "end": end, "seed": args.seed, "seconds": args.seconds,
                            "fence_s": FENCE_S, "settled": ok, "control": args.control,

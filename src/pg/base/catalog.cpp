@@ -19,7 +19,7 @@ extern "C" {
 
 namespace shardid::pg {
 
-TableRows rows_with_key(Oid nsp, const char* table, const char* column, const char* key, int len)
+TableRows rows_with_key(Oid nsp, const char* table, const char* column, const char* key, int len, bool latest)
 {
     const Oid relid = get_relname_relid(table, nsp);
     if (!OidIsValid(relid) || get_rel_relkind(relid) != RELKIND_RELATION)
@@ -31,7 +31,7 @@ TableRows rows_with_key(Oid nsp, const char* table, const char* column, const ch
     if (att == InvalidAttrNumber || TupleDescAttr(out.desc, att - 1)->atttypid != TEXTOID)
         elog(ERROR, "column \"%s\" of shardid table \"%s\" is missing", column, table);
 
-    Snapshot snapshot = RegisterSnapshot(GetTransactionSnapshot());
+    Snapshot snapshot = RegisterSnapshot(latest ? GetLatestSnapshot() : GetTransactionSnapshot());
 #if PG_VERSION_NUM >= 190000
     // 19 added the caller's scan flags.
     TableScanDesc scan = table_beginscan(rel, snapshot, 0, nullptr, SO_NONE);

@@ -24,8 +24,9 @@ struct TableRows {
 
 // The rows of table `table` in schema `nsp` whose text column `column`
 // equals key[0..len) (every row with a non-null `column`: key nullptr), as
-// of the transaction's snapshot. ereports if the table is missing.
-TableRows rows_with_key(Oid nsp, const char* table, const char* column, const char* key, int len);
+// of the transaction's snapshot (latest: of a snapshot taken now, whatever
+// the isolation level). ereports if the table is missing.
+TableRows rows_with_key(Oid nsp, const char* table, const char* column, const char* key, int len, bool latest = false);
 
 // Column `column` of a row from rows_with_key(); ereports on NULL.
 Datum row_value(const TableRows& t, HeapTuple row, const char* column);

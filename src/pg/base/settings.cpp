@@ -184,10 +184,13 @@ const Setting settings[] = {
      "After it, generation fails with SQLSTATE 55000; a next tick further away (a second at least) at once.", 10000, 0,
      3600000, nullptr, nullptr, PGC_SUSET, GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
     {"shardid.citus_fence", Kind::integer, &citus_fence_ms,
-     "How long a Citus worker issues IDs under its group id after the coordinator last confirmed it (2 s to 10 min).",
+     "How long a Citus worker issues IDs under its group id, and uses the coordinator's keys, after the coordinator "
+     "last confirmed them (2 s to 10 min).",
      "With shardid.node_id_source = citus a worker's background worker asks the coordinator every second whether "
      "this server is still its group's primary; without an answer the worker stops issuing this long after the last "
-     "one, and a new server of the group waits this long after the old one's last confirmation.",
+     "one, and a new server of the group waits this long after the old one's last confirmation. The same worker "
+     "leases the coordinator's key ring for this long (on the coordinator: the longest lease it grants, which a "
+     "change of the ring waits out).",
      10000, 2000, 600000, nullptr, nullptr, PGC_SIGHUP, GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
     {"shardid.max_shard_claims", Kind::integer, &max_shard_claims,
      "How many shard field values this node may hold in etcd at once.",

@@ -59,6 +59,8 @@
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
 #include "pg/citus/declared.hpp"
+#include "pg/citus/key_lease.hpp"
+#include "pg/citus/spare_runs.hpp"
 #include "pg/citus/citus.hpp"
 #include "pg/state/coord_shared.hpp"
 #include "pg/state/shared.hpp"
@@ -91,18 +93,15 @@ namespace shardid::pg {
 
 namespace {
 
-constexpr int64_t idle_exit_ms = 60000;     // a worker no generator needed for this long ends
-constexpr int64_t restart_after_ms = 1000;  // a generator starts a worker at most this often
-
-uint32 fence_event = 0;  // the worker's wait event between renewals
-
 // This server's token: its system identifier and its postmaster's start.
 const char* node_token()
 {
     return psprintf("%llu.%lld", (unsigned long long)GetSystemIdentifier(), (long long)PgStartTime);
 }
 
-void set_text(CitusFence* f, const char* state, const char* error)
+}  // namespace
+
+void fence_set_text(CitusFence* f, const char* state, const char* error)
 {
     SpinLockAcquire(&f->mutex);
     if (state != nullptr)
@@ -119,7 +118,7 @@ void stop_fence(CitusFence* f)
     f->group.store(-1, std::memory_order_seq_cst);
 }
 
-bool worker_alive(int pid) { return pid != 0 && (kill(pid, 0) == 0 || errno != ESRCH); }
+namespace {
 
 // Logs a change of state once (operators look in the server log).
 void log_state(CitusFence* f, const char* state, const char* why)
@@ -133,22 +132,24 @@ void log_state(CitusFence* f, const char* state, const char* why)
                 (errmsg("shardid citus fence: %s", state), why != nullptr ? errdetail("%s", why) : 0));
 }
 
+}  // namespace
+
 // One request to the coordinator; the milliseconds until the next.
 // Runs in a transaction of the worker; can ereport (the caller catches).
-int64_t renew(CitusFence* f)
+int64_t fence_renew(CitusFence* f)
 {
     const int64_t interval = std::clamp<int64_t>(citus_fence_ms / 10, 200, 1000);
     int64 group = -1;
     if (const char* problem = citus_group_problem(&group); problem != nullptr) {
         stop_fence(f);
         log_state(f, "refused", problem);
-        set_text(f, "refused", problem);
+        fence_set_text(f, "refused", problem);
         return interval;
     }
     if (group == 0) {
         // The coordinator, or a server not in a cluster: nothing to confirm.
         stop_fence(f);
-        set_text(f, "coordinator", "");
+        fence_set_text(f, "coordinator", "");
         return interval;
     }
     const int fence = citus_fence_ms;
@@ -194,7 +195,7 @@ int64_t renew(CitusFence* f)
                                        "recorded (at most %lld)",
                                        answer, (long long)reach);
             log_state(f, "refused", why);
-            set_text(f, "refused", why);
+            fence_set_text(f, "refused", why);
             f->errors.fetch_add(1);
             return interval;
         }
@@ -211,7 +212,7 @@ int64_t renew(CitusFence* f)
         f->fence_ms.store(sent + fence, std::memory_order_seq_cst);
         log_state(f, "confirmed",
                   psprintf("The coordinator confirmed this server as the primary of group %lld.", (long long)group));
-        set_text(f, "confirmed", overlap_why);
+        fence_set_text(f, "confirmed", overlap_why);
         return interval;
     }
     if (ok && strncmp(answer, "wait ", 5) == 0) {
@@ -220,7 +221,7 @@ int64_t renew(CitusFence* f)
         const char* why =
             psprintf("the previous server of group %lld may issue IDs for %s ms more", (long long)group, answer + 5);
         log_state(f, "waiting", why);
-        set_text(f, "waiting", why);
+        fence_set_text(f, "waiting", why);
         return end == answer + 5 || *end != '\0' || errno != 0 || ms < 0 ? interval
                                                                          : std::clamp<int64_t>(ms, 10, interval);
     }
@@ -229,7 +230,7 @@ int64_t renew(CitusFence* f)
         // asked again each interval, until its declaration runs out.
         stop_fence(f);
         log_state(f, "refused", why);
-        set_text(f, "refused", why);
+        fence_set_text(f, "refused", why);
         return interval;
     }
     if (ok && (strcmp(answer, "other") == 0 || strcmp(answer, "absent") == 0)) {
@@ -241,7 +242,7 @@ int64_t renew(CitusFence* f)
                            (long long)group)
                 : psprintf("the coordinator's metadata has no primary of group %lld", (long long)group);
         log_state(f, "refused", why);
-        set_text(f, "refused", why);
+        fence_set_text(f, "refused", why);
         return interval;
     }
     // Unreachable, or an answer shardid does not give: the fence runs out
@@ -252,88 +253,16 @@ int64_t renew(CitusFence* f)
             ? psprintf("the coordinator could not reach the server its metadata names for group %lld", (long long)group)
             : psprintf("the coordinator did not confirm group %lld: %s", (long long)group, answer);
     log_state(f, "unconfirmed", why);
-    set_text(f, "unconfirmed", why);
+    fence_set_text(f, "unconfirmed", why);
     return std::min<int64_t>(interval, 500);
 }
 
-// renew() in a transaction of its own; an error is recorded, never raised
-// (it would end the worker). No C++ object lives across it.
-int64_t renew_once(CitusFence* f)
+void fence_renew_failed(CitusFence* f, const char* message)
 {
-    MemoryContext outer = CurrentMemoryContext;
-    int64_t next = 1000;
-    SetCurrentStatementStartTimestamp();
-    StartTransactionCommand();
-    PushActiveSnapshot(GetTransactionSnapshot());
-    PG_TRY();
-    {
-        next = renew(f);
-        PopActiveSnapshot();
-        CommitTransactionCommand();
-    }
-    PG_CATCH();
-    {
-        disable_timeout(STATEMENT_TIMEOUT, false);
-        MemoryContextSwitchTo(outer);
-        ErrorData* e = CopyErrorData();
-        FlushErrorState();
-        AbortCurrentTransaction();
-        f->errors.fetch_add(1);
-        const char* why = psprintf("the request to the coordinator failed: %s", e->message);
-        log_state(f, "unconfirmed", why);
-        set_text(f, "unconfirmed", why);
-        FreeErrorData(e);
-        next = 500;
-    }
-    PG_END_TRY();
-    MemoryContextSwitchTo(outer);
-    return next;
-}
-
-CitusFence* find_entry(Oid database)
-{
-    for (CitusFence& f : citus_shared->fences)
-        if (f.database.load(std::memory_order_acquire) == database)
-            return &f;
-    return nullptr;
-}
-
-void worker_exit(int, Datum arg)
-{
-    auto* f = reinterpret_cast<CitusFence*>(DatumGetPointer(arg));
-    SpinLockAcquire(&citus_shared->mutex);
-    if (f->worker_pid.load() == MyProcPid) {
-        f->worker_latch.store(nullptr);
-        f->worker_pid.store(0);
-    }
-    SpinLockRelease(&citus_shared->mutex);
-}
-
-// Whether a waiting generator should wake the worker for a request now:
-// not while it waits out another server's lease (it asks again when that
-// ends), and at most every 250 ms for the database, however many
-// generators wait (each waits in 20 ms steps).
-bool wake_worker(CitusFence* f)
-{
-    char state[sizeof f->state];
-    SpinLockAcquire(&f->mutex);
-    strlcpy(state, f->state, sizeof state);
-    SpinLockRelease(&f->mutex);
-    return strcmp(state, "waiting") != 0 &&
-           TimestampDifferenceExceeds(f->answered_at.load(), GetCurrentTimestamp(), 250);
-}
-
-}  // namespace
-
-CitusFence* citus_fence_of_database()
-{
-    if (citus_shared == nullptr)
-        return nullptr;
-    static CitusFence* cached = nullptr;
-    if (cached != nullptr && cached->database.load(std::memory_order_acquire) == MyDatabaseId)
-        return cached;
-    cached = find_entry(MyDatabaseId);
-    return cached;
+    f->errors.fetch_add(1);
+    const char* why = psprintf("the request to the coordinator failed: %s", message);
+    log_state(f, "unconfirmed", why);
+    fence_set_text(f, "unconfirmed", why);
 }
 
 bool citus_fence_holds(const CitusFence* f, int64_t group, int64_t tick_ms)
@@ -343,91 +272,6 @@ bool citus_fence_holds(const CitusFence* f, int64_t group, int64_t tick_ms)
     const int64_t fence = f->fence_ms.load(std::memory_order_seq_cst);
     return f->group.load(std::memory_order_seq_cst) == group && fence_clock_ms() < fence &&
            (tick_ms < 0 || tick_ms < f->window_end_ms.load(std::memory_order_seq_cst));
-}
-
-void citus_fence_wanted(CitusFence* f)
-{
-    const int64_t now = fence_clock_ms();
-    if (now - f->wanted_ms.load(std::memory_order_relaxed) >= 1000)
-        f->wanted_ms.store(now, std::memory_order_relaxed);
-}
-
-CitusFence* citus_fence_need()
-{
-    attach_if_needed();
-    const int64_t now = fence_clock_ms();
-    CitusFence* f = nullptr;
-    bool start = false;
-    SpinLockAcquire(&citus_shared->mutex);
-    f = find_entry(MyDatabaseId);
-    if (f == nullptr) {
-        // A free entry, or one whose database nobody needed for a while and
-        // whose worker is gone (a dropped database, a database that stopped
-        // generating): reclaimable.
-        for (CitusFence& e : citus_shared->fences) {
-            const bool free = e.database.load() == InvalidOid;
-            const bool stale = !free && e.worker_pid.load() == 0 && now - e.wanted_ms.load() > idle_exit_ms;
-            if (free || stale) {
-                f = &e;
-                break;
-            }
-        }
-        if (f != nullptr) {
-            f->fence_ms.store(0);
-            f->group.store(-1);
-            f->window_end_ms.store(0);
-            f->declared.store(0);
-            f->declared_refused.store(0);
-            f->started_ms.store(0);
-            f->answered_at.store(0);
-            f->wanted_ms.store(now);
-            f->database.store(MyDatabaseId, std::memory_order_release);
-        }
-    }
-    if (f != nullptr) {
-        f->wanted_ms.store(now);
-        const int pid = f->worker_pid.load();
-        if (pid != 0 && !worker_alive(pid)) {
-            f->worker_pid.store(0);
-            f->worker_latch.store(nullptr);
-        }
-        start = f->worker_pid.load() == 0 && now - f->started_ms.load() >= restart_after_ms;
-        if (start)
-            f->started_ms.store(now);
-    }
-    SpinLockRelease(&citus_shared->mutex);
-    if (f == nullptr)
-        ereport(ERROR, (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-                        errmsg("too many databases of this node generate IDs under a Citus group id"),
-                        errdetail("Each such database needs one of this node's %d Citus fence entries, and all are "
-                                  "in use; an entry is freed a minute after its database last generated.",
-                                  max_citus_databases),
-                        errhint("Generate in fewer databases of this node at once.")));
-    if (start) {
-        set_text(f, "starting", nullptr);
-        BackgroundWorker worker;
-        memset(&worker, 0, sizeof worker);
-        snprintf(worker.bgw_name, BGW_MAXLEN, "shardid citus fence");
-        snprintf(worker.bgw_type, BGW_MAXLEN, "shardid citus fence");
-        worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-        worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-        worker.bgw_restart_time = BGW_NEVER_RESTART;
-        snprintf(worker.bgw_library_name, BGW_MAXLEN, "shardid");
-        snprintf(worker.bgw_function_name, BGW_MAXLEN, "shardid_citus_fence_main");
-        worker.bgw_main_arg = ObjectIdGetDatum(MyDatabaseId);
-        worker.bgw_notify_pid = 0;
-        if (!RegisterDynamicBackgroundWorker(&worker, nullptr))
-            ereport(ERROR,
-                    (errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-                     errmsg("no background worker slot is free for shardid's Citus fence"),
-                     errdetail("A Citus worker issues IDs only while a background worker of its database has the "
-                               "coordinator's confirmation that this server is its group's primary."),
-                     errhint("Raise max_worker_processes in postgresql.conf and restart the server.")));
-    } else if (wake_worker(f)) {
-        if (Latch* latch = f->worker_latch.load(std::memory_order_acquire))
-            SetLatch(latch);
-    }
-    return f;
 }
 
 void citus_fence_report(CitusFence* f, char* state, size_t state_size, char* error, size_t error_size)
@@ -441,58 +285,6 @@ void citus_fence_report(CitusFence* f, char* state, size_t state_size, char* err
 }  // namespace shardid::pg
 
 using namespace shardid::pg;
-
-// The background worker "shardid citus fence" of one database: renews the
-// confirmation while generators need it, ends a minute after the last.
-extern "C" void shardid_citus_fence_main(Datum arg)
-{
-    const Oid database = DatumGetObjectId(arg);
-    pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
-    pqsignal(SIGHUP, SignalHandlerForConfigReload);
-    BackgroundWorkerUnblockSignals();
-    attach_if_needed();
-    CitusFence* f = nullptr;
-    SpinLockAcquire(&citus_shared->mutex);
-    for (CitusFence& e : citus_shared->fences)
-        if (e.database.load() == database)
-            f = &e;
-    bool mine = f != nullptr && !worker_alive(f->worker_pid.load());
-    if (mine) {
-        f->worker_pid.store(MyProcPid);
-        f->worker_latch.store(MyLatch);
-    }
-    SpinLockRelease(&citus_shared->mutex);
-    if (!mine)
-        proc_exit(0);  // another worker has the entry, or it was freed
-    before_shmem_exit(worker_exit, PointerGetDatum(f));
-    BackgroundWorkerInitializeConnectionByOid(database, InvalidOid, 0);
-    SetConfigOption("application_name", "shardid citus fence", PGC_USERSET, PGC_S_SESSION);
-    pgstat_report_appname("shardid citus fence");
-    while (!ShutdownRequestPending) {
-        if (ConfigReloadPending) {
-            ConfigReloadPending = false;
-            ProcessConfigFile(PGC_SIGHUP);
-        }
-        if (fence_clock_ms() - f->wanted_ms.load() > idle_exit_ms)
-            break;
-        const int64_t next = renew_once(f);
-        pgstat_report_activity(STATE_IDLE, nullptr);
-        (void)WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH, long(next),
-                        wait_event("ShardidCitusFence", &fence_event));
-        ResetLatch(MyLatch);
-        CHECK_FOR_INTERRUPTS();
-    }
-    // Idle: the entry goes, its fence first (generators ask for a new one).
-    SpinLockAcquire(&citus_shared->mutex);
-    if (fence_clock_ms() - f->wanted_ms.load() > idle_exit_ms && f->worker_pid.load() == MyProcPid) {
-        stop_fence(f);
-        f->worker_pid.store(0);
-        f->worker_latch.store(nullptr);
-        f->database.store(InvalidOid, std::memory_order_release);
-    }
-    SpinLockRelease(&citus_shared->mutex);
-    proc_exit(0);
-}
 
 // shardid_node_token(): this server's token, which the coordinator compares
 // with the caller's (sql/shardid--1.2.sql, shardid_citus_confirm()).

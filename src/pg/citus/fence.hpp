@@ -28,8 +28,39 @@ void citus_fence_wanted(CitusFence* fence);
 // the fence does not hold. Can ereport (53400: no entry or no worker free).
 CitusFence* citus_fence_need();
 
+// The same for statements that use keys on a worker that leases the
+// coordinator's key ring (src/pg/citus/key_lease.cpp).
+void citus_keys_wanted(CitusFence* fence);
+CitusFence* citus_keys_need();
+
+// The same for backends that take spare call-number runs
+// (src/pg/citus/spare_runs.cpp).
+CitusFence* citus_runs_need();
+
+// What the fence worker renews for statements (the key lease, spare
+// runs): a renewal's failure recorded in `field` of the entry ("" once one
+// succeeds; logged as a WARNING starting with `what` when the words
+// change), the interval between renewals, and a statement's bounded wait:
+// one step of it, the worker made or woken through `need` every 250 ms,
+// false once `bound` ms passed since `start` (then *why: the recorded
+// failure for superusers and pg_monitor, "" for others).
+using FenceText = char (CitusFence::*)[256];
+void citus_fence_note(CitusFence* f, FenceText field, const char* why, const char* what);
+int64_t citus_renewal_interval_ms();
+bool citus_fence_wait_step(CitusFence** f, CitusFence* (*need)(), FenceText field, int64_t start, int64_t bound,
+                           int64_t* asked_at, uint32* event, const char* event_name, char why[256]);
+
 // The entry's state and last error, copied (for errors and
 // shardid_coordination()).
 void citus_fence_report(CitusFence* fence, char* state, size_t state_size, char* error, size_t error_size);
+
+// Between the fence (fence.cpp) and its background worker
+// (fence_worker.cpp): the entry's state text, its fence stopped at once, the
+// group's renewal (in a transaction; can ereport; the milliseconds until
+// the next) and its failure recorded.
+void fence_set_text(CitusFence* f, const char* state, const char* error);
+void stop_fence(CitusFence* f);
+int64_t fence_renew(CitusFence* f);
+void fence_renew_failed(CitusFence* f, const char* message);
 
 }  // namespace shardid::pg

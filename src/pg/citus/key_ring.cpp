@@ -56,6 +56,7 @@ extern "C" {
 
 #include "pg/base/catalog.hpp"
 #include "pg/citus/citus.hpp"
+#include "pg/citus/key_lease.hpp"
 
 extern "C" {
 PG_FUNCTION_INFO_V1(shardid_key_ring_spread);
@@ -191,9 +192,11 @@ bool key_ring_pulled() { return citus_local_group() > 0 && citus_send() == nullp
 
 using namespace shardid::pg;
 
-// Trigger on shardid_key, AFTER each row (INSERT, UPDATE, DELETE) and after
-// TRUNCATE: on a Citus coordinator, the change goes to every worker; on a
-// Citus worker, a change not from the coordinator is refused. CREATE
+// Trigger on shardid_key, BEFORE each statement (INSERT, UPDATE, DELETE,
+// TRUNCATE: on a Citus coordinator, the workers' leases of the ring are
+// waited out), AFTER each row (INSERT, UPDATE, DELETE) and after TRUNCATE:
+// on a Citus coordinator, the change goes to every worker; on a Citus
+// worker, a change not from the coordinator is refused. CREATE
 // EXTENSION's own key (made while the extension is created) goes nowhere:
 // every node makes its own, and the coordinator's replaces the workers'
 // (key_ring_created()).
@@ -205,9 +208,18 @@ extern "C" Datum shardid_key_ring_spread(PG_FUNCTION_ARGS)
     TriggerData* td = reinterpret_cast<TriggerData*>(fcinfo->context);
     const bool row = TRIGGER_FIRED_FOR_ROW(td->tg_event);
     HeapTuple result = row ? (TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple : td->tg_trigtuple) : nullptr;
-    if (creating_extension || applying)
+    const int64 group = applying ? -1 : citus_local_group();
+    // Workers hold the coordinator's ring under a lease (key_lease.cpp): a
+    // change waits the leases out before its first statement changes a row
+    // (the BEFORE statement trigger; the row triggers, should that one be
+    // missing, before the transaction goes on), so that no worker's
+    // statement that begins after it committed uses a key from before. A
+    // ring made by CREATE EXTENSION too: one dropped just before may still
+    // be leased.
+    if (group == 0)
+        key_ring_changing(citus_has_nodes());
+    if (TRIGGER_FIRED_BEFORE(td->tg_event) || creating_extension || applying)
         return PointerGetDatum(result);
-    const int64 group = citus_local_group();
     if (group < 0)
         return PointerGetDatum(result);
     if (group > 0)

@@ -2,6 +2,7 @@
 // of the node's: attached with the node state in every process.
 #include "pg/citus/shared.hpp"
 
+#include "pg/citus/key_lease.hpp"
 #include "pg/state/shmem.hpp"
 
 namespace shardid::pg {
@@ -16,8 +17,10 @@ void citus_shmem_init()
                     SpinLockInit(&c->mutex);
                     for (CitusFence& f : c->fences) {
                         SpinLockInit(&f.mutex);
+                        SpinLockInit(&f.keys_mutex);
                         f.group.store(-1);
                     }
+                    key_leases_init(c->leases);
                 },
                 reinterpret_cast<void**>(&citus_shared)});
 }

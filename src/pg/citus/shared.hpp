@@ -21,6 +21,28 @@ namespace shardid::pg {
 // (each has one background worker while it generates).
 constexpr int max_citus_databases = 16;
 
+// Keys a worker's lease of the coordinator's key ring keeps (a ring with
+// more is pulled per statement beyond them: src/pg/citus/key_lease.cpp).
+constexpr int max_leased_keys = 32;
+// Call-number run ids a worker keeps at hand per call-number key, taken
+// from the coordinator ahead of need (src/pg/citus/spare_runs.cpp).
+constexpr int max_spare_keys = 4;
+constexpr int max_spare_runs = 64;
+struct SpareRuns {
+    int64_t key;        // the call-number key's fingerprint (0: a free slot)
+    int64_t wanted_ms;  // fence clock: when a backend last asked for one
+    int64_t window_ms;  // fence clock: the start of the current window (a fence long)
+    int taken;          // runs taken from the slot in the current window
+    int taken_before;   // ... and in the window before
+    int n;
+    int64_t runs[max_spare_runs];
+};
+
+struct LeasedKey {
+    char name[64];  // the ring's names are 1 to 63 characters
+    uint8_t secret[16];
+};
+
 struct CitusFence {
     // The database (InvalidOid: free). Set and cleared under the struct's
     // citus_mutex; read without it.
@@ -50,11 +72,51 @@ struct CitusFence {
     slock_t mutex;         // guards the text below
     char state[32];        // "confirmed", "waiting", "refused", "unreachable", "starting"
     char last_error[256];  // for shardid_coordination() (superusers, pg_monitor) and the log
+
+    // The lease of the coordinator's key ring (PostgreSQL 16 and later:
+    // src/pg/citus/key_lease.cpp), renewed by the same worker while keys
+    // are wanted. A request asks for IDs' or keys' renewal now.
+    std::atomic<int64_t> keys_wanted_ms;  // fence clock: when a statement last needed a key
+    std::atomic<bool> ids_asked;
+    std::atomic<bool> keys_asked;
+    std::atomic<int64_t> keys_answered_ms;  // fence clock of the last answer (0: none)
+    slock_t keys_mutex;                     // guards what follows
+    // The request's send time (fence clock; 0: no lease) and until when
+    // any statement may use the keys (sent + the granted fence; sent when
+    // the coordinator's ring was changing: then only statements that began
+    // before the request was sent may).
+    int64_t keys_sent_ms;
+    int64_t keys_until_ms;
+    bool keys_complete;  // the whole ring is below (else the rest is pulled per statement)
+    int n_keys;
+    LeasedKey keys[max_leased_keys];
+    char keys_error[256];  // why the last renewal failed ("": it did not)
+
+    // Spare call-number run ids (under keys_mutex), kept while backends
+    // want them, and why the last refill failed.
+    std::atomic<int64_t> runs_wanted_ms;
+    std::atomic<bool> runs_asked;
+    SpareRuns spares[max_spare_keys];
+    char runs_error[256];
+};
+
+// On a coordinator: the key-ring leases it granted (src/pg/citus/key_lease.cpp).
+struct KeyLeases {
+    std::atomic<int64_t> until_ms;  // fence clock: the end of the longest lease granted
+    std::atomic<int> changers;      // transactions changing a key ring, not yet ended
+    slock_t mutex;                  // guards the two below
+    // No ring change commits before floor_ms: leases this server granted in
+    // its previous life, or another server of its timeline before a
+    // promotion, end by then. The timeline last seen (the control file's at
+    // start).
+    int64_t floor_ms;
+    uint32_t timeline;
 };
 
 struct CitusShared {
     slock_t mutex;  // guards the entries' `database`
     CitusFence fences[max_citus_databases];
+    KeyLeases leases;
 };
 
 // The attached part (nullptr until the node state is attached:

@@ -49,6 +49,7 @@ extern "C" {
 #include "pg/base/settings.hpp"
 #include "pg/base/wait_event.hpp"
 #include "pg/citus/declared.hpp"
+#include "pg/citus/spare_runs.hpp"
 #include "pg/citus/metadata.hpp"
 #include "pg/citus/fence.hpp"
 
@@ -418,6 +419,10 @@ public:
         raise_no_group(why, local, rows);
         if (local == 0)
             return from_node_sequence;
+        // A run id of a key era from this database's spares (taken from the
+        // coordinator ahead of need: spare_runs.cpp).
+        if (which == NodeCounter::run && key_fingerprint != 0)
+            return citus_spare_run(key_fingerprint);
         return citus_counter_from_coordinator(which, counter_floor(which), key_fingerprint);
     }
 

@@ -32,6 +32,8 @@ extern "C" {
 #include "pg/generate/generate.hpp"
 #include "pg/generate/layouts.hpp"
 #include "pg/citus/citus.hpp"
+#include "pg/citus/key_lease.hpp"
+#include "pg/state/coord_shared.hpp"
 
 using namespace shardid;
 using namespace shardid::pg;
@@ -53,16 +55,19 @@ constexpr int max_keys = 32;
 struct CachedKey {
     char name[max_name_len + 1];
     uint8_t secret[16];
-    // citus_metadata_changes() + 1 when the key was last confirmed as the
-    // cluster's (0: not yet): a Citus worker confirms it with the
-    // coordinator again after every change of the cluster's metadata; a
-    // change of the ring empties the cache (forget_keys()).
+    // citus_metadata_changes() + 1 when the node's metadata was last looked
+    // at for this key (0: not yet); a change of the ring empties the cache
+    // (forget_keys()).
     uint64 confirmed = 0;
+    // The statement (statement_number()) in which a Citus worker last
+    // confirmed the key against its lease of the coordinator's ring.
+    uint64 confirmed_in = 0;
     // The statement (statement_number()) in which a Citus worker last found
     // no change of this key prepared and not yet committed.
     uint64 unchanged_in = 0;
 };
 CachedKey keys[max_keys];
+int64_t statement_began_ms = 0;  // fence clock: when the current statement first needed a key (pulls_keys())
 int n_keys = 0;
 uint64 forgotten = 0;       // how many times the cache was emptied
 Oid key_ring = InvalidOid;  // the relation the cached keys were read from
@@ -170,19 +175,15 @@ char* fingerprint(const uint8_t secret[16])
 // takes keys from the coordinator (src/pg/citus/key_ring.cpp); one
 // that missed a change (it was disabled, had no metadata, or was restored
 // from a backup) would obfuscate and reveal with a key the rest of the
-// cluster no longer has, silently. So a worker confirms each key with the
-// coordinator (the SHA-256 of its secret against the coordinator's) before
-// its first use and again after every change of the cluster's metadata on
-// this node, which is how a worker learns it was activated again, given
-// metadata, or made part of a cluster: one round trip per key and backend
-// between such changes. A worker without metadata cannot ask, and refuses.
+// cluster no longer has, silently. So a worker confirms each key against
+// its lease of the coordinator's ring (src/pg/citus/key_lease.cpp) in
+// every statement that uses it: the same secret, or a refusal. A worker
+// without metadata cannot ask, and refuses.
 void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
 {
     const uint64 now = citus_metadata_changes() + 1;
-    if (key.confirmed == now)
-        return;
     const int64 group = citus_local_group();
-    if (group == 0 && !citus_has_nodes())
+    if (group == 0 && key.confirmed != now && !citus_has_nodes())
         ereport(ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("obfuscation key \"%s\" cannot be used on a Citus node without metadata", key.name),
@@ -193,46 +194,56 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
                  errhint("On a worker: on the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) "
                          "for it and then SELECT shardid_sync_keys(). On a coordinator or a single-node Citus: "
                          "SELECT citus_set_coordinator_host(...) names it in its own metadata.")));
-    if (group > 0) {
+    key.confirmed = now;
+    if (group <= 0 || key.confirmed_in == statement_number())
+        return;
+    uint8_t leased[16];
+    const LeaseFind found = citus_leased_key(key.name, int(strlen(key.name)), statement_began_ms, leased);
+    const char* answer = nullptr;
+    if (found == LeaseFind::beyond) {
+        // A ring larger than a lease holds: this key asked for.
         const char* command = psprintf(
             "SELECT COALESCE((SELECT pg_catalog.encode(pg_catalog.sha256(k.secret), 'hex') FROM %s k "
             "WHERE k.name OPERATOR(pg_catalog.=) %s), 'none')",
             quote_qualified_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)), "shardid_key"),
             quote_literal_cstr(key.name));
-        const char* answer = nullptr;
         if (!citus_coordinator_answer(command, &answer))
             ereport(ERROR,
                     (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                      errmsg("obfuscation key \"%s\" could not be confirmed with the Citus coordinator", key.name),
-                     errdetail("A worker uses a key once the coordinator has confirmed it holds the same one, "
-                               "after every change of the key ring or of the cluster's metadata."),
+                     errdetail("A worker uses a key once the coordinator has confirmed it holds the same one."),
                      errdetail_log("The coordinator answered: %s", answer),
                      errhint("Check that the coordinator is up and in the metadata (citus_set_coordinator_host()), "
                              "and see this worker's server log.")));
-        if (strcmp(answer, fingerprint(key.secret)) != 0)
-            ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                            strcmp(answer, "none") == 0
-                                ? errmsg("obfuscation key \"%s\" of this Citus worker is not in the coordinator's "
-                                         "key ring",
-                                         key.name)
-                                : errmsg("obfuscation key \"%s\" of this Citus worker differs from the "
-                                         "coordinator's",
-                                         key.name),
-                            errdetail("The worker missed a change of the coordinator's key ring (it was disabled, "
-                                      "had no metadata or was restored), or the change is not committed yet; IDs "
-                                      "obfuscated or revealed with its copy would not match the cluster's."),
-                            errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
-                                    "replaces the keys a worker got from it.")));
     }
-    key.confirmed = now;
+    const bool absent = found == LeaseFind::absent || (answer != nullptr && strcmp(answer, "none") == 0);
+    const bool same = found == LeaseFind::found ? memcmp(leased, key.secret, 16) == 0
+                                                : answer != nullptr && strcmp(answer, fingerprint(key.secret)) == 0;
+    explicit_bzero(leased, sizeof leased);
+    if (!same)
+        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+                        absent ? errmsg("obfuscation key \"%s\" of this Citus worker is not in the coordinator's "
+                                        "key ring",
+                                        key.name)
+                               : errmsg("obfuscation key \"%s\" of this Citus worker differs from the "
+                                        "coordinator's",
+                                        key.name),
+                        errdetail("The worker missed a change of the coordinator's key ring (it was disabled, "
+                                  "had no metadata or was restored), or the change is not committed yet; IDs "
+                                  "obfuscated or revealed with its copy would not match the cluster's."),
+                        errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
+                                "replaces the keys a worker got from it.")));
+    key.confirmed_in = statement_number();
 }
 
 // A Citus worker whose ring the coordinator cannot send (PostgreSQL 16 and
-// later: src/pg/citus/key_ring.cpp) reads each key from the
-// coordinator's ring, through Citus' connection as the extension's owner,
-// when a statement first uses it, and keeps it for that statement only: a
-// key changed on the coordinator is used from the worker's next
-// statement. The secret travels in the answer, never in statement text.
+// later: src/pg/citus/key_ring.cpp) takes each key from its lease of the
+// coordinator's ring (src/pg/citus/key_lease.cpp) when a statement first
+// uses it, and keeps it for that statement only: a key changed on the
+// coordinator is used from the worker's next statement. A key beyond what
+// the lease holds (a ring of more than 32 keys) is read from the
+// coordinator's ring, through Citus' connection as the extension's owner.
+// The secret travels in the answer, never in statement text.
 struct PulledKey {
     char name[max_name_len + 1];
     uint8_t secret[16];
@@ -247,6 +258,7 @@ bool pulls_keys()
 {
     const uint64 statement = statement_number();
     if (statement != mode_statement) {
+        statement_began_ms = fence_clock_ms();
         pulling = key_ring_pulled();
         mode_statement = statement;
     }
@@ -279,6 +291,17 @@ bool decode_secret(const char* answer, uint8_t secret[16])
 #endif
 }
 
+void remember_pulled(const char* name, int len, const uint8_t secret[16], uint64 statement)
+{
+    if (n_pulled == max_keys)
+        n_pulled = 0;
+    PulledKey& key = pulled[n_pulled++];
+    memcpy(key.name, name, len);
+    key.name[len] = '\0';
+    memcpy(key.secret, secret, 16);
+    key.statement = statement;
+}
+
 void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
 {
     const uint64 statement = statement_number();
@@ -292,6 +315,16 @@ void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret
     if (len > max_name_len)
         ereport(ERROR,
                 (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name)));
+    const LeaseFind leased = citus_leased_key(name, len, statement_began_ms, secret);
+    if (leased == LeaseFind::absent)
+        ereport(ERROR,
+                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name),
+                 errdetail("A Citus worker uses the coordinator's key ring, which has no key of this name."),
+                 errhint("A superuser creates keys with create_obfuscation_key() on the coordinator.")));
+    if (leased == LeaseFind::found) {
+        remember_pulled(name, len, secret, statement);
+        return;
+    }
     const char* command = psprintf(
         "SELECT COALESCE((SELECT pg_catalog.encode(k.secret, 'hex') FROM %s k WHERE k.name OPERATOR(pg_catalog.=) "
         "%s), 'none')",
@@ -318,13 +351,7 @@ void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret
         ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
                         errmsg("the Citus coordinator's obfuscation key \"%.*s\" is not 16 bytes", shown, name),
                         errhint("Check that the coordinator runs the same version of shardid.")));
-    if (n_pulled == max_keys)
-        n_pulled = 0;
-    PulledKey& key = pulled[n_pulled++];
-    memcpy(key.name, name, len);
-    key.name[len] = '\0';
-    memcpy(key.secret, secret, 16);
-    key.statement = statement;
+    remember_pulled(name, len, secret, statement);
 }
 
 }  // namespace
@@ -373,6 +400,7 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
     key.name[len] = '\0';
     memcpy(key.secret, secret, 16);
     key.confirmed = 0;
+    key.confirmed_in = 0;
     key.unchanged_in = statement;
     confirm_key(fcinfo, key);
     n_keys++;
