@@ -6,8 +6,8 @@
 # metadata, a shard move, a rebalance, coordinator pauses shorter and
 # longer than shardid.citus_fence, a key change, a change of the
 # call-number key, a clock step, the metadata of a worker that had shardid
-# before it joined taken away and given back), a quarter of the operations
-# sent as messages of several statements, no anomaly; then the negative control (two servers given group 1 by hand)
+# before it joined taken away and given back), half the SELECTs sent as
+# messages of several statements, no anomaly; then the negative control (two servers given group 1 by hand)
 # for 40 seconds, which must find duplicates. One PASS/FAIL line per check.
 set -u
 cd "$(dirname "$0")/../.."
