@@ -59,8 +59,10 @@ struct CachedKey {
     // at for this key (0: not yet); a change of the ring empties the cache
     // (forget_keys()).
     uint64 confirmed = 0;
-    // The statement (statement_number()) in which a Citus worker last
-    // confirmed the key against its lease of the coordinator's ring.
+    // Whether this node was a Citus worker then, and the statement
+    // (statement_number()) in which it last confirmed the key against its
+    // lease of the coordinator's ring.
+    bool on_worker = false;
     uint64 confirmed_in = 0;
     // The statement (statement_number()) in which a Citus worker last found
     // no change of this key prepared and not yet committed.
@@ -182,9 +184,13 @@ char* fingerprint(const uint8_t secret[16])
 void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
 {
     const uint64 now = citus_metadata_changes() + 1;
-    const int64 group = citus_local_group();
-    if (group == 0 && key.confirmed != now && !citus_has_nodes())
-        ereport(ERROR,
+    if (key.confirmed != now) {
+        // The node's group, looked at again after every change of Citus'
+        // metadata only (a node becomes a worker or stops being one so).
+        const int64 group = citus_local_group();
+        if (group == 0 && !citus_has_nodes())
+            ereport(
+                ERROR,
                 (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                  errmsg("obfuscation key \"%s\" cannot be used on a Citus node without metadata", key.name),
                  errdetail("This database has Citus but no Citus metadata: it is a worker whose metadata was taken "
@@ -194,8 +200,11 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
                  errhint("On a worker: on the coordinator, a superuser runs SELECT start_metadata_sync_to_node(...) "
                          "for it and then SELECT shardid_sync_keys(). On a coordinator or a single-node Citus: "
                          "SELECT citus_set_coordinator_host(...) names it in its own metadata.")));
-    key.confirmed = now;
-    if (group <= 0 || key.confirmed_in == statement_number())
+        key.on_worker = group > 0;
+        key.confirmed = now;
+        key.confirmed_in = 0;
+    }
+    if (!key.on_worker || key.confirmed_in == statement_number())
         return;
     uint8_t leased[16];
     const LeaseFind found = citus_leased_key(key.name, int(strlen(key.name)), statement_began_ms, leased);
