@@ -470,7 +470,21 @@ class Nemesis:
     def node_id(self, server):
         return self.coordinator().one(f"SELECT nodeid FROM pg_dist_node WHERE nodeport = {server.port} AND groupid > 0")
 
+    def metadata_synced(self, within=60):
+        """Citus' metadata sync daemon done with every node: one still
+        syncing to a worker whose standby is then promoted waits for ever
+        (the old primary's commits wait for that standby), and so does
+        citus_update_node(force) for it, the daemon not ending when told
+        to (the 18 root's 30-minute run, a failover drawn 6 s after a
+        swap)."""
+        deadline = now() + within
+        while self.coordinator().one("SELECT count(*) FROM pg_dist_node WHERE hasmetadata AND NOT metadatasynced"):
+            if now() > deadline:
+                raise RuntimeError(f"Citus' metadata was not synced to every node within {within} s")
+            time.sleep(0.5)
+
     def worker_failover(self, slot, d, how):
+        self.metadata_synced()
         old, new = slot.primary, slot.standby
         nodeid = self.node_id(old)
         if how == "frozen":
