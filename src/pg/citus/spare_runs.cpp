@@ -40,7 +40,8 @@ namespace shardid::pg {
 
 namespace {
 
-uint32 spare_event = 0;  // a backend waiting for a spare run
+uint32 spare_event = 0;           // a backend waiting for a spare run
+constexpr int runs_per_turn = 4;  // run ids a refill takes before the worker's other renewals
 
 // The slot's target: 2, and what was taken in a fence at the rate of the
 // last window or of the current one (measured over a quarter fence at
@@ -134,8 +135,16 @@ int64_t citus_spare_run(int64_t key)
 int64_t spare_runs_fill(CitusFence* f)
 {
     const int64_t interval = citus_renewal_interval_ms();
+    // At most a few run ids a turn: the worker renews the key lease and the
+    // group's confirmation between turns (a refill of 64 on a loaded
+    // machine took seconds, and a lease ran out behind it).
+    int taken = 0;
     for (int i = 0; i < max_spare_keys; i++) {
         for (;;) {
+            if (taken == runs_per_turn) {
+                set_error(f, "");
+                return 0;  // more to take: again once the others had their turn
+            }
             const int64_t now = fence_clock_ms();
             SpinLockAcquire(&f->keys_mutex);
             SpareRuns& s = f->spares[i];
@@ -161,6 +170,7 @@ int64_t spare_runs_fill(CitusFence* f)
                 kept = true;
             }
             SpinLockRelease(&f->keys_mutex);
+            taken++;
             if (!kept)
                 break;  // the slot went to another key meanwhile: the run id is lost, never reused
         }
