@@ -5,8 +5,8 @@
 // A backend that needed a run while the coordinator was paused or
 // unreachable waited for as long as it lasted. So the database's fence
 // worker (fence.cpp) keeps spare run ids for each call-number key
-// backends asked for (up to 4 keys): at least 2, and as many more as a
-// fence (shardid.citus_fence) takes at the rate of the last one, up to 64. A backend takes
+// backends asked for (up to 4 keys): at least 2, and twice as many more as
+// a fence (shardid.citus_fence) takes at the rate of the last one, up to 64. A backend takes
 // one from shared memory and the worker takes another from the coordinator.
 // A run id never serves twice: taken out under the lock, it is one
 // backend's. Spares are lost, never reused, when the server stops.
@@ -43,15 +43,15 @@ namespace {
 uint32 spare_event = 0;           // a backend waiting for a spare run
 constexpr int runs_per_turn = 4;  // run ids a refill takes before the worker's other renewals
 
-// The slot's target: 2, and what was taken in a fence at the rate of the
+// The slot's target: 2, and twice what a fence takes at the rate of the
 // last window or of the current one (measured over a quarter fence at
-// least), up to 64.
+// least: a rate that grows is seen late), up to 64.
 int target(const SpareRuns& s, int64_t now)
 {
     const int64_t fence = std::max(citus_fence_ms, 1);
     const int64_t elapsed = std::max<int64_t>(now - s.window_ms, fence / 4);
     const int64_t current = int64_t(s.taken) * fence / std::max<int64_t>(elapsed, 1);
-    return int(std::min<int64_t>(max_spare_runs, 2 + std::max<int64_t>(s.taken_before, current)));
+    return int(std::min<int64_t>(max_spare_runs, 2 + 2 * std::max<int64_t>(s.taken_before, current)));
 }
 
 // Moves the slot's window on (a fence long) at `now`.
