@@ -6,8 +6,9 @@
 // unreachable waited for as long as it lasted. So the database's fence
 // worker (fence.cpp) keeps spare run ids for each call-number key
 // backends asked for (up to 4 keys): at least 2, and twice as many more as
-// a fence (shardid.citus_fence) takes at the rate of the last one, up to 64. A backend takes
-// one from shared memory and the worker takes another from the coordinator.
+// a fence (shardid.citus_fence) takes at the rate of the last one, up to
+// 64. A backend takes one from shared memory and the worker takes another
+// from the coordinator.
 // A run id never serves twice: taken out under the lock, it is one
 // backend's. Spares are lost, never reused, when the server stops.
 //
