@@ -673,8 +673,8 @@ check "... while the coordinator did not answer (a query to it timed out during 
 # stopped for 10 s stalled every such statement for 10 s. With a fence of
 # 20 s, the coordinator is stopped for 12 s under two sessions that
 # obfuscate and take a call number in every statement and a client that
-# opens a new connection for each; then, with a fence of 4 s, for 9 s: past
-# the lease statements fail with 55000 after a bounded wait (2 s and a
+# opens a new connection for each; then, with a fence of 4 s, for 15 s: past
+# the lease statements fail with 55000 after a bounded wait (5 s and a
 # renewal interval), not a stall for the whole pause, and heal by themselves.
 fence_all() {
     local n
@@ -713,14 +713,14 @@ for f in 1 2 3; do
 done
 fence_all 4s
 sleep 5  # leases of 20 s granted before end by now (the lease is renewed every 400 ms)
-pause_round 18 4 9
+pause_round 24 4 15
 for f in 1 2; do
     label=$(awk '{ print $1; exit }' "$cwork/pl.$f")
     states=$(field "$cwork/pl.$f" sqlstates)
-    check "coordinator stopped 9 s, fence 4 s: $label's statements past the lease fail with 55000 only" "t" \
+    check "coordinator stopped 15 s, fence 4 s: $label's statements past the lease fail with 55000 only" "t" \
         "$([[ $states =~ ^55000:[0-9]+$ ]] && echo t || echo "f ($states)")"
-    check "... after a bounded wait, not the whole pause: $label's longest under 3.5 s" "t" \
-        "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt 3500 ] && echo t || echo "f (${l:-none} ms)")"
+    check "... after a bounded wait, not the whole pause: $label's longest under 6.5 s" "t" \
+        "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt 6500 ] && echo t || echo "f (${l:-none} ms)")"
     check "... and heal by themselves once it answers: $label succeeds again" "t" \
         "$(a=$(field "$cwork/pl.$f" after); [ "${a:-0}" -gt 100 ] && echo t || echo "f (${a:-0} after the last failure)")"
 done

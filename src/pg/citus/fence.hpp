@@ -47,6 +47,8 @@ CitusFence* citus_runs_need();
 using FenceText = char (CitusFence::*)[256];
 void citus_fence_note(CitusFence* f, FenceText field, const char* why, const char* what);
 int64_t citus_renewal_interval_ms();
+// How long a statement waits for a renewal: 5 s and an interval.
+int64_t citus_wait_bound_ms();
 bool citus_fence_wait_step(CitusFence** f, CitusFence* (*need)(), FenceText field, int64_t start, int64_t bound,
                            int64_t* asked_at, uint32* event, const char* event_name, char why[256]);
 

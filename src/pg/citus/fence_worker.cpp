@@ -257,6 +257,8 @@ void citus_fence_note(CitusFence* f, FenceText field, const char* why, const cha
 
 int64_t citus_renewal_interval_ms() { return std::clamp<int64_t>(citus_fence_ms / 10, 200, 1000); }
 
+int64_t citus_wait_bound_ms() { return 5000 + citus_renewal_interval_ms(); }
+
 bool citus_fence_wait_step(CitusFence** f, CitusFence* (*need)(), FenceText field, int64_t start, int64_t bound,
                            int64_t* asked_at, uint32* event, const char* event_name, char why[256])
 {
@@ -325,16 +327,19 @@ extern "C" void shardid_citus_fence_main(Datum arg)
         const bool runs = now - f->runs_wanted_ms.load() <= idle_exit_ms;
         if (!ids && !keys && !runs)
             break;
-        if (ids && (f->ids_asked.exchange(false) || now >= ids_due))
-            ids_due = fence_clock_ms() + renew_once(f, fence_renew, fence_renew_failed);
-        if (!ids)
-            stop_fence(f);
+        // The key lease and the spare runs first: statements wait for them
+        // a few seconds at most, generators for the group's confirmation
+        // up to twice the fence.
         if (keys && (f->keys_asked.exchange(false) || now >= keys_due))
             keys_due = fence_clock_ms() + renew_once(f, key_lease_renew, key_lease_failed);
         if (!keys)
             key_lease_forget(f);
         if (runs && (f->runs_asked.exchange(false) || now >= runs_due))
             runs_due = fence_clock_ms() + renew_once(f, spare_runs_fill, spare_runs_failed);
+        if (ids && (f->ids_asked.exchange(false) || now >= ids_due))
+            ids_due = fence_clock_ms() + renew_once(f, fence_renew, fence_renew_failed);
+        if (!ids)
+            stop_fence(f);
         pgstat_report_activity(STATE_IDLE, nullptr);
         now = fence_clock_ms();
         const int64_t due =

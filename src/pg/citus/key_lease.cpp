@@ -30,7 +30,7 @@
 //   after a promotion (a new timeline), no change proceeds until F has
 //   passed (leases of the previous life, or of the old primary).
 // - Past the lease (a coordinator out for longer than F less a renewal
-//   interval), a statement that needs a key waits at most 2 s plus an
+//   interval), a statement that needs a key waits at most 5 s plus an
 //   interval for a renewal, then fails with 55000 naming why.
 #include <algorithm>
 #include <cstring>
@@ -286,7 +286,7 @@ void key_lease_forget(CitusFence* f)
 LeaseFind citus_leased_key(const char* name, int len, int64_t began_ms, uint8_t secret[16])
 {
     const int64_t start = fence_clock_ms();
-    const int64_t bound = 2000 + citus_renewal_interval_ms();
+    const int64_t bound = citus_wait_bound_ms();
     int64_t asked_at = -1;
     CitusFence* f = citus_fence_of_database();
     if (f != nullptr)

@@ -30,7 +30,7 @@ void key_lease_forget(CitusFence* f);
 // at began_ms (fence clock): found (secret filled), absent from the whole
 // ring, or beyond what the lease holds (a ring of more than
 // max_leased_keys keys: read it from the coordinator). Waits for a renewal
-// when the lease does not serve the statement, at most 2 s and an
+// when the lease does not serve the statement, at most 5 s and an
 // interval, then ereports 55000.
 enum class LeaseFind { found, absent, beyond, waiting };
 LeaseFind citus_leased_key(const char* name, int len, int64_t began_ms, uint8_t secret[16]);

@@ -12,7 +12,7 @@
 // A run id never serves twice: taken out under the lock, it is one
 // backend's. Spares are lost, never reused, when the server stops.
 //
-// With no spare, a backend waits for the worker's refill at most 2 s and a
+// With no spare, a backend waits for the worker's refill at most 5 s and a
 // renewal interval, then fails with 55000 naming why: a coordinator out
 // for longer than the spares last costs failures, never a stall for as
 // long as it lasts.
@@ -75,7 +75,7 @@ void set_error(CitusFence* f, const char* why)
 int64_t citus_spare_run(int64_t key)
 {
     const int64_t start = fence_clock_ms();
-    const int64_t bound = 2000 + citus_renewal_interval_ms();
+    const int64_t bound = citus_wait_bound_ms();
     int64_t asked_at = -1;
     CitusFence* f = citus_fence_of_database();
     for (;;) {

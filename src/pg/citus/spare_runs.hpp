@@ -12,7 +12,7 @@ namespace shardid::pg {
 
 // A run id of the era of the call-number key with fingerprint `key`, from
 // this database's spares (the fence worker refills them); waits at most
-// 2 s and a renewal interval for one, then ereports 55000.
+// 5 s and a renewal interval for one, then ereports 55000.
 int64_t citus_spare_run(int64_t key);
 
 // The fence worker's refill (in a transaction; can ereport), its failure
