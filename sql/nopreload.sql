@@ -18,6 +18,10 @@ SELECT count(*) AS ids, count(DISTINCT id) AS distinct_ids
 FROM (SELECT next_trace_id() AS id FROM rows_for_workers) s;
 RESET ALL;
 DROP TABLE rows_for_workers;
+-- The node state takes only what it needs of the slack PostgreSQL leaves
+-- in its segment: the Citus part (90 kB) is attached by Citus' paths alone.
+SELECT obfuscate_id(42) IS NOT NULL AS obfuscated, next_call_number() IS NOT NULL AS call_number;
+SELECT name FROM pg_shmem_allocations WHERE name LIKE 'shardid%' ORDER BY name;
 -- A value set before shardid is loaded that PostgreSQL does not accept
 -- keeps the setting's default, with only PostgreSQL's WARNING; shardid then
 -- issues nothing in that session (cluster 0 is not what was configured).

@@ -52,6 +52,8 @@ bool citus_coordinator_answer(const char* command, const char** answer);
 // One value of `which` above `above` from the Citus coordinator (a
 // worker's cluster-wide counters); ereports when there is none.
 int64 citus_counter_from_coordinator(NodeCounter which, int64 above, int64 key_fingerprint);
+// `n` (1 to 64) distinct values of the same in one request, into out[].
+void citus_counters_from_coordinator(NodeCounter which, int64 above, int64 key_fingerprint, int n, int64* out);
 
 // On a Citus coordinator, sends the key ring to every worker; nothing
 // elsewhere (src/pg/citus/key_ring.cpp; the utility hook calls it after CREATE

@@ -60,24 +60,37 @@ bool citus_coordinator_answer(const char* command, const char** answer)
     return ok && result != nullptr;
 }
 
-// One value of `which` above `above` from the coordinator (a run id for
+// `n` values of `which` above `above` from the coordinator (run ids for
 // the key with fingerprint key_fingerprint: the coordinator keeps the
-// cluster's key eras, src/core/callnum.hpp), which runs
-// shardid_take_cluster_counter() and flushes the value's record before it
-// answers. The answer is checked before use: a whole number above `above`
-// and within the counter's field.
-int64 citus_counter_from_coordinator(NodeCounter which, int64 above, int64 key_fingerprint)
+// cluster's key eras, src/core/callnum.hpp), in one request: the
+// coordinator runs shardid_take_cluster_counter() n times, each flushing
+// its value's record before the answer. The answer is checked before use:
+// n whole numbers, each above `above` (a run id of an era: in an era) and
+// within the counter's field, none twice.
+void citus_counters_from_coordinator(NodeCounter which, int64 above, int64 key_fingerprint, int n, int64* out)
 {
+    Assert(n >= 1 && n <= 64);
     const NodeStateField& field = node_state_fields[int(which)];
     const char* schema = get_namespace_name(shardid_extension().schema);
-    const char* command = psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld, %lld)", quote_identifier(schema),
-                                   quote_literal_cstr(field.keyword), (long long)above, (long long)key_fingerprint);
+    const char* take = psprintf("%s.shardid_take_cluster_counter(%s, %lld, %lld)", quote_identifier(schema),
+                                quote_literal_cstr(field.keyword), (long long)above, (long long)key_fingerprint);
+    const char* command =
+        n == 1
+            ? psprintf("SELECT %s", take)
+            : psprintf("SELECT pg_catalog.string_agg(%s::pg_catalog.text, ' ') FROM pg_catalog.generate_series(1, %d)",
+                       take, n);
     const char* answer = nullptr;
     const bool ok = citus_coordinator_answer(command, &answer);
-    char* end = nullptr;
-    errno = 0;
-    const long long value = ok ? strtoll(answer, &end, 10) : -1;
-    if (!ok || end == answer || *end != '\0' || errno != 0)
+    const char* at = answer;
+    bool readable = ok;
+    for (int i = 0; readable && i < n; i++) {
+        char* end = nullptr;
+        errno = 0;
+        out[i] = strtoll(at, &end, 10);
+        readable = end != at && errno == 0 && *end == (i == n - 1 ? '\0' : ' ');
+        at = end + (readable && i < n - 1);
+    }
+    if (!readable)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                         errmsg("no %s could be taken from the Citus coordinator", field.counts),
                         errdetail("On a Citus cluster the coordinator hands out every %s; this worker could not "
@@ -89,11 +102,24 @@ int64 citus_counter_from_coordinator(NodeCounter which, int64 above, int64 key_f
     // A run id of a key era need not lie above the worker's floor (keys
     // taken in turn), only in an era (2^22 and up).
     const bool era_run = which == NodeCounter::run && key_fingerprint != 0;
-    if ((era_run ? value < call_era_first_run(1) : value <= above) || value > field.max)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("the Citus coordinator handed out %s %lld, not one above %lld and at most %lld",
-                               field.counts, value, (long long)above, (long long)field.max),
-                        errhint("Check that the coordinator runs the same version of shardid.")));
+    for (int i = 0; i < n; i++) {
+        const int64 value = out[i];
+        bool repeated = false;
+        for (int j = 0; j < i; j++)
+            repeated |= out[j] == value;
+        if ((era_run ? value < call_era_first_run(1) : value <= above) || value > field.max || repeated)
+            ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
+                            errmsg("the Citus coordinator handed out %s %lld%s, not one above %lld and at most %lld",
+                                   field.counts, (long long)value, repeated ? " twice" : "", (long long)above,
+                                   (long long)field.max),
+                            errhint("Check that the coordinator runs the same version of shardid.")));
+    }
+}
+
+int64 citus_counter_from_coordinator(NodeCounter which, int64 above, int64 key_fingerprint)
+{
+    int64 value = 0;
+    citus_counters_from_coordinator(which, above, key_fingerprint, 1, &value);
     return value;
 }
 

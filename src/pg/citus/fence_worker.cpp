@@ -119,8 +119,7 @@ bool wake_worker(CitusFence* f)
 
 CitusFence* citus_fence_of_database()
 {
-    if (citus_shared == nullptr)
-        return nullptr;
+    citus_shared_attach();
     static CitusFence* cached = nullptr;
     if (cached != nullptr && cached->database.load(std::memory_order_acquire) == MyDatabaseId)
         return cached;
@@ -156,7 +155,7 @@ bool idle(const CitusFence& e, int64_t now)
 // for a renewal of what is needed and woken.
 CitusFence* need_entry(std::atomic<int64_t> CitusFence::*wanted, std::atomic<bool> CitusFence::*asked)
 {
-    attach_if_needed();
+    citus_shared_attach();
     const int64_t now = fence_clock_ms();
     CitusFence* f = nullptr;
     bool start = false;
@@ -294,7 +293,7 @@ extern "C" void shardid_citus_fence_main(Datum arg)
     pqsignal(SIGTERM, SignalHandlerForShutdownRequest);
     pqsignal(SIGHUP, SignalHandlerForConfigReload);
     BackgroundWorkerUnblockSignals();
-    attach_if_needed();
+    citus_shared_attach();
     CitusFence* f = nullptr;
     SpinLockAcquire(&citus_shared->mutex);
     for (CitusFence& e : citus_shared->fences)

@@ -186,8 +186,7 @@ void key_leases_init(KeyLeases& l)
 
 void key_ring_changing(bool has_workers)
 {
-    if (citus_shared == nullptr)
-        attach_if_needed();
+    citus_shared_attach();
     if (!callback_set) {
         RegisterXactCallback(xact_callback, nullptr);
         callback_set = true;
@@ -341,7 +340,7 @@ extern "C" Datum shardid_citus_key_lease(PG_FUNCTION_ARGS)
                 (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("a key lease is 0 to 600000 ms, not %d", asked)));
     if (citus_local_group() != 0)
         PG_RETURN_TEXT_P(cstring_to_text("not the coordinator"));
-    attach_if_needed();
+    citus_shared_attach();
     KeyLeases& l = citus_shared->leases;
     observe_timeline(l);
     int64_t granted = std::min<int64_t>(asked, citus_fence_ms);

@@ -1,5 +1,5 @@
 // The Citus group fence's shared memory (src/pg/citus/shared.hpp), a part
-// of the node's: attached with the node state in every process.
+// of the node's: attached by the processes that use Citus.
 #include "pg/citus/shared.hpp"
 
 #include "pg/citus/key_lease.hpp"
@@ -22,7 +22,14 @@ void citus_shmem_init()
                     }
                     key_leases_init(c->leases);
                 },
-                reinterpret_cast<void**>(&citus_shared)});
+                reinterpret_cast<void**>(&citus_shared), true});
+}
+
+CitusShared* citus_shared_attach()
+{
+    if (citus_shared == nullptr)
+        shmem_part_attach(reinterpret_cast<void**>(&citus_shared));
+    return citus_shared;
 }
 
 }  // namespace shardid::pg

@@ -119,9 +119,11 @@ struct CitusShared {
     KeyLeases leases;
 };
 
-// The attached part (nullptr until the node state is attached:
-// attach_if_needed()).
+// The attached part (nullptr until citus_shared_attach()).
 extern CitusShared* citus_shared;
+// Attaches the part with the node state unless done; ereports when the
+// server has no room for it (not preloaded, out of the slack).
+CitusShared* citus_shared_attach();
 
 // Called from _PG_init: registers the part.
 void citus_shmem_init();

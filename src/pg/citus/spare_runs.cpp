@@ -41,8 +41,8 @@ namespace shardid::pg {
 
 namespace {
 
-uint32 spare_event = 0;           // a backend waiting for a spare run
-constexpr int runs_per_turn = 4;  // run ids a refill takes before the worker's other renewals
+uint32 spare_event = 0;               // a backend waiting for a spare run
+constexpr int runs_per_request = 16;  // run ids a refill takes in one request, a key's turn
 
 // The slot's target: 2, and twice what a fence takes at the rate of the
 // last window or of the current one (measured over a quarter fence at
@@ -136,48 +136,43 @@ int64_t citus_spare_run(int64_t key)
 int64_t spare_runs_fill(CitusFence* f)
 {
     const int64_t interval = citus_renewal_interval_ms();
-    // At most a few run ids a turn: the worker renews the key lease and the
-    // group's confirmation between turns (a refill of 64 on a loaded
-    // machine took seconds, and a lease ran out behind it).
-    int taken = 0;
+    // Up to runs_per_request run ids in one request to the coordinator, one
+    // request per key a turn: the worker renews the key lease and the
+    // group's confirmation between turns (a refill of 64, one request per
+    // run id, took seconds on a loaded machine, and a lease ran out behind
+    // it; spares a rate needed then came too late).
+    bool more = false;
     for (int i = 0; i < max_spare_keys; i++) {
-        for (;;) {
-            if (taken == runs_per_turn) {
-                set_error(f, "");
-                return 0;  // more to take: again once the others had their turn
-            }
-            const int64_t now = fence_clock_ms();
-            SpinLockAcquire(&f->keys_mutex);
-            SpareRuns& s = f->spares[i];
-            roll(s, now);
-            const int64_t key = s.key;
-            const bool wanted = key != 0 && now - s.wanted_ms <= 60000;
-            const bool short_of = wanted && s.n < target(s, now);
-            if (key != 0 && !wanted) {
-                memset(&s, 0, sizeof s);  // nobody asked for a minute: its spares go
-            }
-            SpinLockRelease(&f->keys_mutex);
-            if (!short_of)
-                break;
-            // One run id above this node's floor, in the key's era; a
-            // coordinator that does not answer ends the request after a fence.
-            enable_timeout_after(STATEMENT_TIMEOUT, citus_fence_ms);
-            const int64 run = citus_counter_from_coordinator(NodeCounter::run, counter_floor(NodeCounter::run), key);
-            disable_timeout(STATEMENT_TIMEOUT, false);
-            bool kept = false;
-            SpinLockAcquire(&f->keys_mutex);
-            if (s.key == key && s.n < max_spare_runs) {
-                s.runs[s.n++] = run;
-                kept = true;
-            }
-            SpinLockRelease(&f->keys_mutex);
-            taken++;
-            if (!kept)
-                break;  // the slot went to another key meanwhile: the run id is lost, never reused
+        const int64_t now = fence_clock_ms();
+        SpinLockAcquire(&f->keys_mutex);
+        SpareRuns& s = f->spares[i];
+        roll(s, now);
+        const int64_t key = s.key;
+        const bool wanted = key != 0 && now - s.wanted_ms <= 60000;
+        const int short_of = wanted ? std::max(0, target(s, now) - s.n) : 0;
+        if (key != 0 && !wanted) {
+            memset(&s, 0, sizeof s);  // nobody asked for a minute: its spares go
         }
+        SpinLockRelease(&f->keys_mutex);
+        if (short_of == 0)
+            continue;
+        // Run ids above this node's floor, in the key's era; a coordinator
+        // that does not answer ends the request after a fence.
+        const int asked = std::min(short_of, runs_per_request);
+        int64 runs[runs_per_request];
+        enable_timeout_after(STATEMENT_TIMEOUT, citus_fence_ms);
+        citus_counters_from_coordinator(NodeCounter::run, counter_floor(NodeCounter::run), key, asked, runs);
+        disable_timeout(STATEMENT_TIMEOUT, false);
+        SpinLockAcquire(&f->keys_mutex);
+        // The slot may have gone to another key meanwhile: then the run
+        // ids are lost, never reused.
+        for (int j = 0; j < asked && s.key == key && s.n < max_spare_runs; j++)
+            s.runs[s.n++] = runs[j];
+        more |= s.key == key && s.n < target(s, fence_clock_ms());
+        SpinLockRelease(&f->keys_mutex);
     }
     set_error(f, "");
-    return interval;
+    return more ? 0 : interval;  // more to take: again once the others had their turn
 }
 
 void spare_runs_failed(CitusFence* f, const char* why)

@@ -41,19 +41,27 @@ shmem_startup_hook_type prev_shmem_startup_hook = nullptr;
 SharedPart parts[max_shared_parts];
 int n_parts = 0;
 
-// Attaches to (or creates) every part. Before the node state: a part that
-// cannot be had (out of shared memory) leaves `shared` unset, so the next
-// call tries again. Caller holds AddinShmemInitLock.
+// Attaches to (or creates) part i. Caller holds AddinShmemInitLock.
+void attach_part_locked(int i)
+{
+    bool found;
+    void* raw = ShmemInitStruct(parts[i].name, parts[i].size, &found);
+    if (!found) {
+        memset(raw, 0, parts[i].size);
+        parts[i].init(raw);
+    }
+    *parts[i].where = raw;
+}
+
+// Attaches to (or creates) every part but the on-demand ones. Before the
+// node state: a part that cannot be had (out of shared memory) leaves
+// `shared` unset, so the next call tries again. Caller holds
+// AddinShmemInitLock.
 void attach_parts_locked()
 {
     for (int i = 0; i < n_parts; i++) {
-        bool found;
-        void* raw = ShmemInitStruct(parts[i].name, parts[i].size, &found);
-        if (!found) {
-            memset(raw, 0, parts[i].size);
-            parts[i].init(raw);
-        }
-        *parts[i].where = raw;
+        if (!parts[i].on_demand)
+            attach_part_locked(i);
     }
 }
 
@@ -220,6 +228,19 @@ void attach_if_needed()
 {
     if (shared == nullptr)
         attach();
+}
+
+void shmem_part_attach(void** where)
+{
+    attach_if_needed();
+    if (*where != nullptr)
+        return;
+    LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+    for (int i = 0; i < n_parts; i++) {
+        if (parts[i].where == where && *where == nullptr)
+            attach_part_locked(i);
+    }
+    LWLockRelease(AddinShmemInitLock);
 }
 
 void shmem_init()

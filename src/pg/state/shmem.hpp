@@ -35,18 +35,25 @@ constexpr int max_decimal_databases = 64;
 void shmem_init();
 
 // A part of the node's shared memory that a room above the state owns (the
-// Citus group fence: src/pg/citus/shared.hpp), attached with the node state
-// in every process, preloaded or not: `size` bytes, zeroed and then made
-// ready by `init` when the server creates them, at *where from then on.
-// Registered from _PG_init (at most max_shared_parts).
+// Citus group fence: src/pg/citus/shared.hpp): `size` bytes, zeroed and then
+// made ready by `init` when the server creates them, at *where from then
+// on. Reserved at start when preloaded; attached with the node state in
+// every process, or, `on_demand`, only by shmem_part_attach() (without
+// preloading, a part nobody uses takes nothing of the slack PostgreSQL
+// leaves in its segment: the Citus part is 90 kB). Registered from
+// _PG_init (at most max_shared_parts).
 struct SharedPart {
     const char* name;
     Size size;
     void (*init)(void* part);
     void** where;
+    bool on_demand = false;
 };
 constexpr int max_shared_parts = 4;
 void shmem_part(const SharedPart& part);
+// Attaches the node state and the on-demand part kept at `where`, unless
+// done (ereports when the server has no room for it).
+void shmem_part_attach(void** where);
 
 // The node-wide state of `layout` (ereports if no slot is free). The result
 // is cached per backend; callers on a hot path cache it themselves too.
