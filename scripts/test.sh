@@ -112,7 +112,9 @@ root_suites() {
     root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv \
         SHARDID_VENDOR=/build/vendor SHARDID_PORT_SHIFT="$shift" \
         bash /build/shardid/test/versions/in_root.sh 2>&1 |
-        grep -vE '[0-9]+ passed, [0-9]+ failed$|^== .* took [0-9]+s$' | sed "s/^/[PG $v] /"
+        grep -vE '[0-9]+ passed, [0-9]+ failed$|^== .* took [0-9]+s$' | sed "s/^/[PG $v] /" |
+        # The root's FAIL lines too among those repeated before the count.
+        tee >(grep '^\[PG [0-9]*\] FAIL ' | sed "s/^\[PG \([0-9]*\)\] FAIL /FAIL PG \1 root: /" >>"$SHARDID_FAILS")
     if [ -s "$results" ]; then
         while IFS=$'\t' read -r name ok bad took; do
             if [ "$name" = SKIP ]; then skip_suite "$ok"; else record "$name" "$ok" "$bad" "$took"; fi

@@ -210,3 +210,9 @@ RESET ROLE;
 SELECT name FROM shardid_layouts WHERE name = 'granted';
 REVOKE EXECUTE ON FUNCTION create_layout(text, timestamptz, interval, integer, integer, integer) FROM layout_user;
 DROP ROLE layout_user;
+-- A layout whose shard field is wider than id_decode()'s integer column:
+-- a shard above 2^31 - 1 is refused (22003), never cut to its low 32 bits.
+SELECT create_layout('wide_shard', '2024-01-01', '1 s', 30, 32, 1);
+SELECT * FROM id_decode('wide_shard', (5::bigint << 33) | (2147483647::bigint << 1) | 1);
+SELECT * FROM id_decode('wide_shard', (5::bigint << 33) | (2147483648::bigint << 1) | 1);
+\echo :LAST_ERROR_SQLSTATE

@@ -77,4 +77,6 @@ COMMENT ON FUNCTION next_call_number() IS
     'in that key''s era of run ids (run_id >> 22): never issued twice across keys (255 eras at most)';
 COMMENT ON FUNCTION call_number_decode(text) IS
     'version, run id and sequence of a call number (with the key shardid.call_number_key names, which must be the '
-    'key of the number''s era, run_id >> 22)';
+    'key of the number''s era, run_id >> 22; in SQL only: the key never leaves the server)';
+COMMENT ON FUNCTION reveal_id(bigint, text, integer) IS
+    'the inverse of obfuscate_id with the same key and domain (in SQL only: the key never leaves the server)';

@@ -868,7 +868,8 @@ CREATE FUNCTION reveal_id(id bigint, key_name text DEFAULT 'default', domain_bit
     RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_reveal_id'
     LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
-COMMENT ON FUNCTION reveal_id(bigint, text, integer) IS 'the inverse of obfuscate_id with the same key and domain';
+COMMENT ON FUNCTION reveal_id(bigint, text, integer) IS
+    'the inverse of obfuscate_id with the same key and domain (in SQL only: the key never leaves the server)';
 CREATE FUNCTION next_opaque_id(layout text DEFAULT 'snowflake', key_name text DEFAULT 'default') RETURNS bigint
     AS 'MODULE_PATHNAME', 'shardid_next_opaque_id'
     LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
@@ -1038,7 +1039,7 @@ COMMENT ON FUNCTION instagram_min_id(timestamptz) IS
 COMMENT ON FUNCTION decimal_id_decode(bigint) IS 'fields of a DecimalId: counter, generator id, launch id';
 COMMENT ON FUNCTION call_number_decode(text) IS
     'version, run id and sequence of a call number (with the key shardid.call_number_key names, which must be the '
-    'key of the number''s era, run_id >> 22)';
+    'key of the number''s era, run_id >> 22; in SQL only: the key never leaves the server)';
 COMMENT ON FUNCTION call_number_compose(integer, integer, integer) IS
     'the call number of a version, run id and sequence (with the key shardid.call_number_key names)';
 COMMENT ON FUNCTION base62_decode(text) IS 'the bigint of a base62 text (0-9A-Za-z)';

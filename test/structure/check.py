@@ -336,7 +336,7 @@ def check_format(root):
 
 
 # The top of the tree: the project's shape, and the tools' own files.
-ROOT_ENTRIES = {"src", "sql", "expected", "test", "Makefile", "shardid.control", "README.md", "docs", "bench",
+ROOT_ENTRIES = {"src", "sql", "expected", "test", "Makefile", "shardid.control", "README.md", "docs", "bench", "clients",
                 "scripts", "debian", "META.json", "CHANGELOG.md", "LICENSE", ".ci", ".clang-format", ".gitignore",
                 ".git"}
 

@@ -1,5 +1,7 @@
 // SQL functions of the "time | shard | sequence" layouts: generation,
 // decoding, time bounds, and the checks behind create_layout().
+#include <utility>
+
 #include "pg/base/pg.hpp"
 
 #include <cstring>
@@ -55,6 +57,15 @@ Decoded decode_or_raise(const Layout& layout, int64 id)
 Datum decode_record(FunctionCallInfo fcinfo, const Layout& layout, int64 id)
 {
     const Decoded d = decode_or_raise(layout, id);
+    // The columns are integer: a field of a wide layout above that range
+    // is refused, never cut to its low 32 bits.
+    for (const auto& [what, value] : {std::pair<const char*, int64>{"shard", d.shard}, {"sequence", d.sequence}})
+        if (value > PG_INT32_MAX)
+            ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                            errmsg("%s %lld of %s id %lld is out of range for type integer", what, (long long)value,
+                                   layout.name, (long long)id),
+                            errdetail("The layout's %s field is wider than the integer column of the decode function.",
+                                      what)));
     Row<3> row;
     row.add(TimestampTzGetDatum(timestamptz_of_unix_ms(d.unix_ms)));
     row.add(Int32GetDatum(int32(d.shard)));
