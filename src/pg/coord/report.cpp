@@ -179,8 +179,11 @@ void Holder::publish_state()
     }
     strlcpy(c.state, state, sizeof c.state);
     strlcpy(c.endpoint, client_.endpoint().c_str(), sizeof c.endpoint);
+    // Held until the fence at most: a publish from a worker that was
+    // blocked past it (a request timing out) must not move the start of
+    // the period without an id after the fence.
     if (!not_held)
-        seen_held_ms_ = now;
+        seen_held_ms_ = std::min(now, fence_ms_);
     if (!expiring)
         seen_on_time_ms_ = now;
     c.requests = client_.requests();

@@ -1,7 +1,10 @@
 // shardid_coordination(): where the node id comes from and the state of
-// the claim, as the coordinator worker last published it.
+// the claim, as the coordinator worker last published it (a claim's late
+// renewals and passed fence as of now).
 #include <algorithm>
+#include <cstring>
 
+#include "core/coord/coord.hpp"
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -129,6 +132,18 @@ extern "C" Datum shardid_coordination(PG_FUNCTION_ARGS)
     errors = c.errors;
     SpinLockRelease(&c.mutex);
     const int held = c.held.load();
+    // The worker publishes its state between requests: one blocked on an
+    // etcd that does not answer publishes nothing until its request ends,
+    // which may be after the outage did. The fence is in shared memory: a
+    // "held" whose renewals are late by now shows "expiring" (past the
+    // fence, "unconfirmed"), as the worker says once it can.
+    if (held >= 0 && strcmp(state, "held") == 0) {
+        const int64 until = std::min(c.fence_ms.load(), c.values_until_ms.load());
+        if (now_fence >= until)
+            strlcpy(state, "unconfirmed", sizeof state);
+        else if (shardid::coord::renewal_late(until - now_fence, ttl * 1000))
+            strlcpy(state, "expiring", sizeof state);
+    }
     const int64 now_wall = wall_clock().now_ms();
     auto ts = [](int64 ms) { return TimestampTzGetDatum(timestamptz_of_unix_ms(ms)); };
     auto text_or_null = [](Row<columns>& row, const char* s) {
