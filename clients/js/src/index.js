@@ -453,14 +453,8 @@ function eightRaw(id) {
 // UUID text as PostgreSQL's uuid input reads it: 32 hex digits, a hyphen
 // allowed after any group of four but the last, the whole optionally in
 // braces.
-const HEX32 = /^[0-9a-fA-F]{32}$/;
 const UUID_CANONICAL = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 function uuidHex(text) {
-  // The canonical form first: 8-4-4-4-12.
-  if (text.length === 36 && text[8] === '-' && text[13] === '-' && text[18] === '-' && text[23] === '-') {
-    const hex = text.slice(0, 8) + text.slice(9, 13) + text.slice(14, 18) + text.slice(19, 23) + text.slice(24);
-    if (HEX32.test(hex)) return hex;
-  }
   let i = 0;
   const braces = text[0] === '{';
   if (braces) i++;
