@@ -152,9 +152,13 @@ DROP ROLE call_key_clerk;
 -- role may not call it at all.
 SELECT shardid_take_cluster_counter('generator', -1);
 \echo :LAST_ERROR_SQLSTATE
+SELECT shardid_take_cluster_runs(-1, 12345, 16);
+\echo :LAST_ERROR_SQLSTATE
 CREATE ROLE counter_clerk;
 SET ROLE counter_clerk;
 SELECT shardid_take_cluster_counter('generator', -1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT shardid_take_cluster_runs(-1, 12345, 16);
 \echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 DROP ROLE counter_clerk;

@@ -60,6 +60,14 @@ COMMENT ON FUNCTION shardid_take_cluster_counter(text, bigint, bigint) IS
     'on a Citus coordinator, asked by a worker: a DecimalId generator id (counter ''generator'') or a call-number '
     'run id (''run'', in the key era of the call-number key with fingerprint key) above the worker''s floor; the '
     'coordinator hands out every one of the cluster (superusers)';
+CREATE FUNCTION shardid_take_cluster_runs(above bigint, key bigint, n integer) RETURNS bigint[]
+    AS 'MODULE_PATHNAME', 'shardid_take_cluster_runs'
+    LANGUAGE C VOLATILE STRICT;
+REVOKE EXECUTE ON FUNCTION shardid_take_cluster_runs(bigint, bigint, integer) FROM PUBLIC;
+COMMENT ON FUNCTION shardid_take_cluster_runs(bigint, bigint, integer) IS
+    'on a Citus coordinator, asked by a worker refilling its spare call-number runs: n (1 to 64) run ids in the '
+    'key era of the call-number key with fingerprint key, above the worker''s floor, made durable in one record '
+    '(superusers)';
 -- Keys under a fence (src/pg/citus/key_lease.cpp): a Citus worker leases the
 -- coordinator's key ring.
 CREATE TRIGGER shardid_key_ring_leases

@@ -2,6 +2,9 @@
 // each scheme's decoder over N IDs given as text (as they arrive from JSON
 // or a CSV), best of 3 runs, beside the usual hand-written decode through a
 // Number (fast and wrong above 2^53: its figure is the peer, not a goal).
+// Each line gives the rate in real time and per second of this process's
+// CPU time (the figure a loaded machine changes least:
+// test/clients/compare.sh checks it).
 //   node bench/clients/decode.mjs [N]
 import * as s from '../../clients/js/src/index.js';
 
@@ -21,14 +24,18 @@ const safe = Array.from({ length: N }, () => String(((now - 1704067200000n) << 1
 
 function rate(fn, inputs) {
   let best = Infinity;
+  let cpu = Infinity;
   let sink = 0;
   for (let r = 0; r < 3; r++) {
     const t0 = process.hrtime.bigint();
+    const c0 = process.cpuUsage();
     for (let i = 0; i < inputs.length; i++) sink += fn(inputs[i]).created_at ? 1 : 0;
     best = Math.min(best, Number(process.hrtime.bigint() - t0) / 1e9);
+    const c = process.cpuUsage(c0);
+    cpu = Math.min(cpu, (c.user + c.system) / 1e6);
   }
   if (sink < 0) console.log(sink);
-  return inputs.length / best;
+  return [inputs.length / best, inputs.length / Math.max(cpu, 1e-9)];
 }
 const near = new Date();
 // The peer: what a page does without a library (wrong above 2^53).
@@ -44,8 +51,8 @@ const rows = [
   ['uuidv7_decode', rate((t) => s.uuidv7Decode(t, 8), uuids)],
   ['id_decode (a 53-bit layout)', rate((t) => s.idDecode(layout, t), safe)],
 ];
-const peer = rate(naive, snowflakes);
-for (const [name, r] of rows) {
-  console.log(`js ${name} ${Math.round(r)} per_s ${(r / peer).toFixed(2)} x_number_decode`);
+const [peer, peerCpu] = rate(naive, snowflakes);
+for (const [name, [r, c]] of rows) {
+  console.log(`js ${name} ${Math.round(r)} per_s ${(r / peer).toFixed(2)} x_number_decode ${Math.round(c)} per_cpu_s`);
 }
-console.log(`js number_decode(peer) ${Math.round(peer)} per_s`);
+console.log(`js number_decode(peer) ${Math.round(peer)} per_s ${Math.round(peerCpu)} per_cpu_s`);

@@ -1,6 +1,8 @@
 """Decodes per second of shardid's Python library (bench/clients.sh): each
 scheme's decoder over N IDs given as text, best of 3 runs, beside a
-hand-written int decode of the same snowflakes (the peer).
+hand-written int decode of the same snowflakes (the peer). Each line gives
+the rate in real time and per second of this process's CPU time (the
+figure a loaded machine changes least: test/clients/compare.sh checks it).
   python3 bench/clients/decode.py [N]"""
 import datetime as dt
 import os
@@ -38,13 +40,14 @@ def naive(t):  # the peer: int arithmetic by hand, no checks
 
 
 def rate(fn, inputs):
-    best = float("inf")
+    best = cpu = float("inf")
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for x in inputs:
             fn(x)
         best = min(best, time.perf_counter() - t0)
-    return len(inputs) / best
+        cpu = min(cpu, time.process_time() - c0)
+    return len(inputs) / best, len(inputs) / max(cpu, 1e-9)
 
 
 rows = [
@@ -55,7 +58,7 @@ rows = [
     ("uuidv7_decode", rate(lambda t: shardid.uuidv7_decode(t, 8), uuids)),
     ("id_decode (a 53-bit layout)", rate(lambda t: shardid.id_decode(layout, t), safe)),
 ]
-peer = rate(naive, snowflakes)
-for name, r in rows:
-    print(f"python {name} {round(r)} per_s {r / peer:.2f} x_int_decode")
-print(f"python int_decode(peer) {round(peer)} per_s")
+peer, peer_cpu = rate(naive, snowflakes)
+for name, (r, c) in rows:
+    print(f"python {name} {round(r)} per_s {r / peer:.2f} x_int_decode {round(c)} per_cpu_s")
+print(f"python int_decode(peer) {round(peer)} per_s {round(peer_cpu)} per_cpu_s")

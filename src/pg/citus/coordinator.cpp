@@ -72,13 +72,18 @@ void citus_counters_from_coordinator(NodeCounter which, int64 above, int64 key_f
     Assert(n >= 1 && n <= 64);
     const NodeStateField& field = node_state_fields[int(which)];
     const char* schema = get_namespace_name(shardid_extension().schema);
-    const char* take = psprintf("%s.shardid_take_cluster_counter(%s, %lld, %lld)", quote_identifier(schema),
-                                quote_literal_cstr(field.keyword), (long long)above, (long long)key_fingerprint);
+    // Several run ids of a key era in one durable record of the
+    // coordinator's (shardid_take_cluster_runs()); other counters one by one.
     const char* command =
-        n == 1
-            ? psprintf("SELECT %s", take)
-            : psprintf("SELECT pg_catalog.string_agg(%s::pg_catalog.text, ' ') FROM pg_catalog.generate_series(1, %d)",
-                       take, n);
+        n == 1 ? psprintf("SELECT %s.shardid_take_cluster_counter(%s, %lld, %lld)", quote_identifier(schema),
+                          quote_literal_cstr(field.keyword), (long long)above, (long long)key_fingerprint)
+        : which == NodeCounter::run && key_fingerprint != 0
+            ? psprintf("SELECT pg_catalog.array_to_string(%s.shardid_take_cluster_runs(%lld, %lld, %d), ' ')",
+                       quote_identifier(schema), (long long)above, (long long)key_fingerprint, n)
+            : psprintf("SELECT pg_catalog.string_agg(%s.shardid_take_cluster_counter(%s, %lld, %lld)::pg_catalog.text, "
+                       "' ') FROM pg_catalog.generate_series(1, %d)",
+                       quote_identifier(schema), quote_literal_cstr(field.keyword), (long long)above,
+                       (long long)key_fingerprint, n);
     const char* answer = nullptr;
     const bool ok = citus_coordinator_answer(command, &answer);
     const char* at = answer;

@@ -42,14 +42,15 @@ CitusFence* citus_runs_need();
 // succeeds; logged as a WARNING starting with `what` when the words
 // change), the interval between renewals, and a statement's bounded wait:
 // one step of it, the worker made or woken through `need` every 250 ms,
-// false once `bound` ms passed since `start` (then *why: the recorded
-// failure for superusers and pg_monitor, "" for others).
+// false once the statement's waits took `bound` ms in all (*step_at: -1
+// at a wait's first step, then the last step's time; then *why: the
+// recorded failure for superusers and pg_monitor, "" for others).
 using FenceText = char (CitusFence::*)[256];
 void citus_fence_note(CitusFence* f, FenceText field, const char* why, const char* what);
 int64_t citus_renewal_interval_ms();
 // How long a statement waits for a renewal: 5 s and an interval.
 int64_t citus_wait_bound_ms();
-bool citus_fence_wait_step(CitusFence** f, CitusFence* (*need)(), FenceText field, int64_t start, int64_t bound,
+bool citus_fence_wait_step(CitusFence** f, CitusFence* (*need)(), FenceText field, int64_t* step_at, int64_t bound,
                            int64_t* asked_at, uint32* event, const char* event_name, char why[256]);
 
 // The entry's state and last error, copied (for errors and

@@ -284,7 +284,7 @@ void key_lease_forget(CitusFence* f)
 
 LeaseFind citus_leased_key(const char* name, int len, int64_t began_ms, uint8_t secret[16])
 {
-    const int64_t start = fence_clock_ms();
+    int64_t step_at = -1;
     const int64_t bound = citus_wait_bound_ms();
     int64_t asked_at = -1;
     CitusFence* f = citus_fence_of_database();
@@ -309,8 +309,8 @@ LeaseFind citus_leased_key(const char* name, int len, int64_t began_ms, uint8_t 
                 return found;
         }
         char why[256];
-        if (!citus_fence_wait_step(&f, citus_keys_need, &CitusFence::keys_error, start, bound, &asked_at, &lease_event,
-                                   "ShardidKeyLease", why))
+        if (!citus_fence_wait_step(&f, citus_keys_need, &CitusFence::keys_error, &step_at, bound, &asked_at,
+                                   &lease_event, "ShardidKeyLease", why))
             ereport(ERROR,
                     (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                      errmsg("obfuscation key \"%.*s\" could not be confirmed with the Citus coordinator",

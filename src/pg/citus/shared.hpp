@@ -31,7 +31,7 @@ constexpr int max_spare_runs = 64;
 struct SpareRuns {
     int64_t key;        // the call-number key's fingerprint (0: a free slot)
     int64_t wanted_ms;  // fence clock: when a backend last asked for one
-    int64_t window_ms;  // fence clock: the start of the current window (a fence long)
+    int64_t window_ms;  // fence clock: the start of the current window (a quarter fence long)
     int taken;          // runs taken from the slot in the current window
     int taken_before;   // ... and in the window before
     int n;

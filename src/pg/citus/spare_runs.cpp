@@ -6,9 +6,9 @@
 // unreachable waited for as long as it lasted. So the database's fence
 // worker (fence.cpp) keeps spare run ids for each call-number key
 // backends asked for (up to 4 keys): at least 2, and twice as many more as
-// a fence (shardid.citus_fence) takes at the rate of the last one, up to
-// 64. A backend takes one from shared memory and the worker takes another
-// from the coordinator.
+// a fence (shardid.citus_fence) takes at the rate of the last quarter
+// fence, up to 64. A backend takes one from shared memory and the worker
+// takes another from the coordinator.
 // A run id never serves twice: taken out under the lock, it is one
 // backend's. Spares are lost, never reused, when the server stops.
 //
@@ -45,22 +45,29 @@ uint32 spare_event = 0;               // a backend waiting for a spare run
 constexpr int runs_per_request = 16;  // run ids a refill takes in one request, a key's turn
 
 // The slot's target: 2, and twice what a fence takes at the rate of the
-// last window or of the current one (measured over a quarter fence at
-// least: a rate that grows is seen late), up to 64.
+// last quarter fence or of the current one (over a quarter fence at
+// least), up to 64. Quarters, not whole fences: a rate measured over a
+// window that began before a load began is diluted by the time before,
+// and spares set by it ran out in a pause shorter than the fence (citus.sh
+// 4d on a loaded machine: a new connection failed in a 12 s pause, fence
+// 20 s).
 int target(const SpareRuns& s, int64_t now)
 {
-    const int64_t fence = std::max(citus_fence_ms, 1);
-    const int64_t elapsed = std::max<int64_t>(now - s.window_ms, fence / 4);
-    const int64_t current = int64_t(s.taken) * fence / std::max<int64_t>(elapsed, 1);
-    return int(std::min<int64_t>(max_spare_runs, 2 + 2 * std::max<int64_t>(s.taken_before, current)));
+    const int64_t fence = std::max(citus_fence_ms, 4);
+    const int64_t quarter = fence / 4;
+    const int64_t elapsed = std::max<int64_t>(now - s.window_ms, quarter);
+    const int64_t current = int64_t(s.taken) * fence / elapsed;
+    const int64_t before = int64_t(s.taken_before) * fence / quarter;
+    return int(std::min<int64_t>(max_spare_runs, 2 + 2 * std::max(before, current)));
 }
 
-// Moves the slot's window on (a fence long) at `now`.
+// Moves the slot's window on (a quarter fence long) at `now`.
 void roll(SpareRuns& s, int64_t now)
 {
-    if (now - s.window_ms < citus_fence_ms)
+    const int64_t quarter = std::max(citus_fence_ms, 4) / 4;
+    if (now - s.window_ms < quarter)
         return;
-    s.taken_before = now - s.window_ms < 2 * int64_t(citus_fence_ms) ? s.taken : 0;
+    s.taken_before = now - s.window_ms < 2 * quarter ? s.taken : 0;
     s.taken = 0;
     s.window_ms = now;
 }
@@ -74,7 +81,7 @@ void set_error(CitusFence* f, const char* why)
 
 int64_t citus_spare_run(int64_t key)
 {
-    const int64_t start = fence_clock_ms();
+    int64_t step_at = -1;
     const int64_t bound = citus_wait_bound_ms();
     int64_t asked_at = -1;
     CitusFence* f = citus_fence_of_database();
@@ -120,8 +127,8 @@ int64_t citus_spare_run(int64_t key)
             }
         }
         char why[256];
-        if (!citus_fence_wait_step(&f, citus_runs_need, &CitusFence::runs_error, start, bound, &asked_at, &spare_event,
-                                   "ShardidSpareRun", why))
+        if (!citus_fence_wait_step(&f, citus_runs_need, &CitusFence::runs_error, &step_at, bound, &asked_at,
+                                   &spare_event, "ShardidSpareRun", why))
             ereport(ERROR,
                     (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
                      errmsg("no call-number run id could be taken from the Citus coordinator"),

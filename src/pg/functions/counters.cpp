@@ -19,6 +19,8 @@ extern "C" {
 #include "access/xlog.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 }
@@ -46,6 +48,7 @@ PG_FUNCTION_INFO_V1(shardid_call_number_decode);
 PG_FUNCTION_INFO_V1(shardid_set_call_number_key);
 PG_FUNCTION_INFO_V1(shardid_call_number_compose);
 PG_FUNCTION_INFO_V1(shardid_take_cluster_counter);
+PG_FUNCTION_INFO_V1(shardid_take_cluster_runs);
 }
 
 namespace {
@@ -295,22 +298,32 @@ extern "C" Datum shardid_decimal_id_new_generator(PG_FUNCTION_ARGS)
 // every value it hands out, to a worker or to itself, passes its own
 // counter floor, so none is handed out twice. Superusers only: a worker
 // calls it as its extension's owner, never as the role that generates.
-extern "C" Datum shardid_take_cluster_counter(PG_FUNCTION_ARGS)
+namespace {
+
+// What the coordinator's counter functions refuse: a caller not a
+// superuser, a node not a Citus coordinator.
+void refuse_unless_coordinator(const char* function)
 {
     if (!superuser())
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("permission denied for function shardid_take_cluster_counter"),
+        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE), errmsg("permission denied for function %s", function),
                         errdetail("Workers of a Citus cluster take their counters from the coordinator as the "
                                   "extension's owner; no other role needs to.")));
     int64 group = -1;
     if (const char* problem = citus_group_problem(&group); problem != nullptr || group != 0)
         ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("shardid_take_cluster_counter() runs on a Citus coordinator"),
+                        errmsg("%s() runs on a Citus coordinator", function),
                         problem != nullptr
                             ? errdetail("%s.", problem)
                             : errdetail("This node is a worker of a Citus cluster (group %lld).", (long long)group),
                         errhint("Workers call it on the coordinator when they need a counter; it is not called by "
                                 "hand.")));
+}
+
+}  // namespace
+
+extern "C" Datum shardid_take_cluster_counter(PG_FUNCTION_ARGS)
+{
+    refuse_unless_coordinator("shardid_take_cluster_counter");
     const char* counter = text_to_cstring(PG_GETARG_TEXT_PP(0));
     const int64 above = PG_GETARG_INT64(1);
     const bool generator = strcmp(counter, "generator") == 0;
@@ -329,6 +342,50 @@ extern "C" Datum shardid_take_cluster_counter(PG_FUNCTION_ARGS)
     const int64 value = take_fresh(seq, which, key, above);
     UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
     PG_RETURN_INT64(value);
+}
+
+// shardid_take_cluster_runs(above, key, n): on a Citus coordinator, n
+// call-number run ids in the era of the key with fingerprint `key` for a
+// worker's spares (src/pg/citus/spare_runs.cpp), above `above`, in one
+// durable record (n calls of shardid_take_cluster_counter() flush n).
+// Superusers only, as shardid_take_cluster_counter().
+extern "C" Datum shardid_take_cluster_runs(PG_FUNCTION_ARGS)
+{
+    refuse_unless_coordinator("shardid_take_cluster_runs");
+    const int64 above = PG_GETARG_INT64(0);
+    const int64 key = PG_GETARG_INT64(1);
+    const int32 n = PG_GETARG_INT32(2);
+    if (n < 1 || n > 64)
+        ereport(ERROR,
+                (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("a request takes 1 to 64 run ids, not %d", n)));
+    if (key == 0)
+        ereport(ERROR, (errcode(ERRCODE_INVALID_PARAMETER_VALUE), errmsg("a call-number key's fingerprint is not 0"),
+                        errdetail("Run ids are taken in batches only in the era of a call-number key.")));
+    const Sequence seq = extension_sequence(fcinfo, "shardid_run_seq");
+    if (above < -1 || above >= seq.max)
+        ereport(ERROR, (errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+                        errmsg("no %s is above %lld", node_counter_name(NodeCounter::run), (long long)above),
+                        errdetail("A floor is -1 (none) to %lld.", (long long)seq.max - 1)));
+    LockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    int64 runs[64];
+    if (&node_id_source() == &citus_source()) {
+        // This node hands the run ids out (a coordinator's Citus source
+        // takes them from its own sequence and eras): all n in one record.
+        refuse_on_standby();
+        const int64 last = nextval_internal(seq.relid, false);
+        take_call_runs(key, std::max(above, last), n, runs);
+        const int64 high = *std::max_element(runs, runs + n);
+        if (high > last && high < seq.max)
+            restart_sequence_at(seq, high + 1);
+    } else {
+        for (int i = 0; i < n; i++)
+            runs[i] = take_fresh(seq, NodeCounter::run, key, above);
+    }
+    UnlockRelationOid(seq.relid, ShareUpdateExclusiveLock);
+    Datum values[64];
+    for (int i = 0; i < n; i++)
+        values[i] = Int64GetDatum(runs[i]);
+    PG_RETURN_ARRAYTYPE_P(construct_array(values, n, INT8OID, sizeof(int64), FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 }
 
 extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)

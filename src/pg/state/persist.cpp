@@ -211,24 +211,38 @@ bool claim_counter(NodeCounter which, int64 value)
     return fresh;
 }
 
-int64 take_call_run(int64 key, int64 above)
+void take_call_runs(int64 key, int64 above, int n, int64* runs)
 {
     attach_if_needed();
     raise_if_corrupt();
     LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
     int64& floor = shared->counter_floors[int(NodeCounter::run)];
     CallEras eras = shared->call_eras;
-    int64_t run = -1;
-    if (!call_era_take(eras, key, -1, std::max(floor, above), &run)) {
-        LWLockRelease(&shared->state_lock);
-        raise_call_eras_used_up();
+    int64 high = floor;
+    for (int i = 0; i < n; i++) {
+        int64_t run = -1;
+        if (!call_era_take(eras, key, -1, std::max(high, above), &run)) {
+            LWLockRelease(&shared->state_lock);
+            raise_call_eras_used_up();
+        }
+        runs[i] = run;
+        high = std::max(high, int64(run));
     }
     shared->call_eras = eras;
-    floor = std::max(floor, int64(run));
+    floor = high;
+    // One record for all n: a refill of a Citus worker's spares flushed
+    // one for each run id, and on a loaded machine the refill came seconds
+    // after the coordinator answered again (citus.sh 4d).
     const XLogRecPtr end = persist(persisted_state());
     LWLockRelease(&shared->state_lock);
     // Used only once its record is safe, like any counter's floor.
     confirm_lsn(end);
+}
+
+int64 take_call_run(int64 key, int64 above)
+{
+    int64 run = -1;
+    take_call_runs(key, above, 1, &run);
     return run;
 }
 

@@ -122,6 +122,8 @@ bool claim_counter(NodeCounter which, int64 value);
 // eras it used before it joined), recorded with the node's run floor in one
 // durable record before it returns. 2200H when no era is left.
 int64 take_call_run(int64 key, int64 above);
+// n of them at once, in one record of the node state (runs: n values).
+void take_call_runs(int64 key, int64 above, int n, int64* runs);
 [[noreturn]] void raise_call_eras_used_up();
 
 }  // namespace shardid::pg
