@@ -704,7 +704,7 @@ pause_round() {  # SECONDS-OF-LOAD PAUSE-AT PAUSE-FOR: the loads' lines in $cwor
 field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1"; }
 fence_all 20s
 sleep 1
-pause_round 22 5 12
+pause_round 25 8 12  # the load 8 s before: its rate measured, its spares taken
 for f in 1 2 3; do
     label=$(awk '{ print $1; exit }' "$cwork/pl.$f")
     bound=1000
@@ -723,8 +723,10 @@ for f in 1 2; do
         "$([[ $states =~ ^55000:[0-9]+$ ]] && echo t || echo "f ($states)")"
     check "... after a bounded wait, not the whole pause: $label's longest under 6.5 s" "t" \
         "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt 6500 ] && echo t || echo "f (${l:-none} ms)")"
+    # At least 10 statements after the last failure (CI, three Citus
+    # clusters on two cores: 73 in the seconds the load had left).
     check "... and heal by themselves once it answers: $label succeeds again" "t" \
-        "$(a=$(field "$cwork/pl.$f" after); [ "${a:-0}" -gt 100 ] && echo t || echo "f (${a:-0} after the last failure)")"
+        "$(a=$(field "$cwork/pl.$f" after); [ "${a:-0}" -ge 10 ] && echo t || echo "f (${a:-0} after the last failure)")"
 done
 contains "... the error says why" "$(cat "$cwork/pl.1" "$cwork/pl.2")" "could not be confirmed with the Citus coordinator"
 for n in c w1 w2; do q "$n" -c "ALTER SYSTEM RESET shardid.citus_fence" -c "SELECT pg_reload_conf()" >/dev/null; done
@@ -761,15 +763,21 @@ check "a statement's waits share one bound: w1's spare runs used up while the co
 { echo "BEGIN; LOCK TABLE shardid_key IN ACCESS EXCLUSIVE MODE;"; sleep 7.5; echo "ROLLBACK;"; } | q c >/dev/null 2>&1 &
 ring_pid=$!
 sleep 4.5  # the lease (4 s) runs out; the ring is let go 3 s from now
-t0=$(date +%s%3N)
-out=$(q w1 -c "SELECT obfuscate_id(1), next_call_number()" 2>&1)
-took=$(($(date +%s%3N) - t0))
+# Timed by the server (a new connection's own setup took 1.4 s in CI, with
+# three Citus clusters on the machine).
+out=$(q w1 -c "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); BEGIN
+    PERFORM obfuscate_id(1), next_call_number();
+    RAISE NOTICE 'took % ms: ok', round(extract(epoch FROM clock_timestamp() - t0) * 1000);
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'took % ms: % %', round(extract(epoch FROM clock_timestamp() - t0) * 1000), SQLSTATE, SQLERRM;
+END \$\$" 2>&1)
+took=$(grep -o 'took [0-9]*' <<<"$out" | grep -o '[0-9]*$')
 wait "$ring_pid"
-echo "# a key, then a run: ${took} ms: $out"
-contains "... a new connection's statement that waited for the key, then for a run, fails naming the run" "$out" \
-    "no call-number run id could be taken from the Citus coordinator"
+echo "# a key, then a run: $out"
+contains "... a new connection's statement that waited for the key, then for a run, fails naming the run (55000)" "$out" \
+    "55000 no call-number run id could be taken from the Citus coordinator"
 check "... within one bound in all (5.4 s), not 3 s and a bound" "t" \
-    "$([ "$took" -lt 6500 ] && echo t || echo "f ($took ms)")"
+    "$([ "${took:-99999}" -lt 6000 ] && echo t || echo "f (${took:-no} ms)")"
 touch "$cwork/release"
 wait "$seq_pid"
 q c -c "SET citus.enable_alter_role_set_propagation = off" -c "ALTER ROLE postgres RESET lock_timeout" >/dev/null

@@ -357,11 +357,18 @@ extern "C" void shardid_citus_fence_main(Datum arg)
         // The key lease and the spare runs first: statements wait for them
         // a few seconds at most, generators for the group's confirmation
         // up to twice the fence.
+        // A backend waiting for a run goes before a renewal of the lease
+        // that is only due (on a loaded machine a request takes a second
+        // or more, and a new connection waited for the lease's renewal
+        // before its run came); a statement waiting for its key goes first.
+        const bool runs_first = runs && !f->keys_asked.load() && f->runs_asked.exchange(false);
+        if (runs_first)
+            runs_due = fence_clock_ms() + renew_once(f, spare_runs_fill, spare_runs_failed);
         if (keys && (f->keys_asked.exchange(false) || now >= keys_due))
             keys_due = fence_clock_ms() + renew_once(f, key_lease_renew, key_lease_failed);
         if (!keys)
             key_lease_forget(f);
-        if (runs && (f->runs_asked.exchange(false) || now >= runs_due))
+        if (!runs_first && runs && (f->runs_asked.exchange(false) || now >= runs_due))
             runs_due = fence_clock_ms() + renew_once(f, spare_runs_fill, spare_runs_failed);
         if (ids && (f->ids_asked.exchange(false) || now >= ids_due))
             ids_due = fence_clock_ms() + renew_once(f, fence_renew, fence_renew_failed);

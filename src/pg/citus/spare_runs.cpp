@@ -5,7 +5,7 @@
 // A backend that needed a run while the coordinator was paused or
 // unreachable waited for as long as it lasted. So the database's fence
 // worker (fence.cpp) keeps spare run ids for each call-number key
-// backends asked for (up to 4 keys): at least 2, and twice as many more as
+// backends asked for (up to 4 keys): at least 8, and twice as many more as
 // a fence (shardid.citus_fence) takes at the rate of the last quarter
 // fence, up to 64. A backend takes one from shared memory and the worker
 // takes another from the coordinator.
@@ -43,8 +43,11 @@ namespace {
 
 uint32 spare_event = 0;               // a backend waiting for a spare run
 constexpr int runs_per_request = 16;  // run ids a refill takes in one request, a key's turn
+// Spares kept however slow the rate: a load that begins takes them while
+// its rate is measured (a first refill on a loaded machine took seconds).
+constexpr int min_spare_runs = 8;
 
-// The slot's target: 2, and twice what a fence takes at the rate of the
+// The slot's target: 8, and twice what a fence takes at the rate of the
 // last quarter fence or of the current one (over a quarter fence at
 // least), up to 64. Quarters, not whole fences: a rate measured over a
 // window that began before a load began is diluted by the time before,
@@ -58,7 +61,7 @@ int target(const SpareRuns& s, int64_t now)
     const int64_t elapsed = std::max<int64_t>(now - s.window_ms, quarter);
     const int64_t current = int64_t(s.taken) * fence / elapsed;
     const int64_t before = int64_t(s.taken_before) * fence / quarter;
-    return int(std::min<int64_t>(max_spare_runs, 2 + 2 * std::max(before, current)));
+    return int(std::min<int64_t>(max_spare_runs, min_spare_runs + 2 * std::max(before, current)));
 }
 
 // Moves the slot's window on (a quarter fence long) at `now`.
