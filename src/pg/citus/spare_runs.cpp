@@ -54,10 +54,12 @@ constexpr int min_spare_runs = 8;
 // and spares set by it ran out in a pause shorter than the fence (citus.sh
 // 4d on a loaded machine: a new connection failed in a 12 s pause, fence
 // 20 s).
+int64_t quarter_fence_ms() { return std::max(citus_fence_ms, 4) / 4; }
+
 int target(const SpareRuns& s, int64_t now)
 {
+    const int64_t quarter = quarter_fence_ms();
     const int64_t fence = std::max(citus_fence_ms, 4);
-    const int64_t quarter = fence / 4;
     const int64_t elapsed = std::max<int64_t>(now - s.window_ms, quarter);
     const int64_t current = int64_t(s.taken) * fence / elapsed;
     const int64_t before = int64_t(s.taken_before) * fence / quarter;
@@ -67,7 +69,7 @@ int target(const SpareRuns& s, int64_t now)
 // Moves the slot's window on (a quarter fence long) at `now`.
 void roll(SpareRuns& s, int64_t now)
 {
-    const int64_t quarter = std::max(citus_fence_ms, 4) / 4;
+    const int64_t quarter = quarter_fence_ms();
     if (now - s.window_ms < quarter)
         return;
     s.taken_before = now - s.window_ms < 2 * quarter ? s.taken : 0;
