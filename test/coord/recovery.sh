@@ -299,9 +299,13 @@ fi
 if want 5; then
     PREFIX=/rc5
     rm -f "$work"/stop-*
-    TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 10s")
-    node_up p $((base + 51)) "" "shardid.node_id = 51" "${TTL10[@]}" || stop_suite "node p did not start"
-    node_up r $((base + 52)) "" "shardid.node_id = 52" "${TTL10[@]}" || stop_suite "node r did not start"
+    # A TTL of 30 s: the lease outlasts the coordinators' pause below (the
+    # junk's writing, 4-6 s on an idle machine, over 10 s in a loaded CI; a
+    # pause past the TTL loses the lease, and the nodes start over with a
+    # listing, not a watch: so CI failed with a TTL of 10 s).
+    TTL30=("shardid.etcd_lease_ttl = 30s" "shardid.etcd_wait = 10s")
+    node_up p $((base + 51)) "" "shardid.node_id = 51" "${TTL30[@]}" || stop_suite "node p did not start"
+    node_up r $((base + 52)) "" "shardid.node_id = 52" "${TTL30[@]}" || stop_suite "node r did not start"
     wait_state p held 20 && wait_state r held 20 || stop_suite "the nodes did not claim their ids"
     for n in p r; do
         q $n -c "SELECT create_layout('one_s', '2024-01-01', '1 second', 36, 10, 17)" >/dev/null
@@ -314,8 +318,9 @@ if want 5; then
     started=$(ms_now)
     # 400 keys of 100 kB each, one write each, eight writers at once,
     # between two re-checks of each node (their coordinators paused
-    # meanwhile, as on a busy machine; the lease's fence is 8 s away): the
-    # next watch of each gets them all at once.
+    # meanwhile, as on a busy machine): the
+    # next watch of each gets them all at once. (The lease's fence is 24 s
+    # away, renewed every 6 s.)
     workers="$(coordinator_of p) $(coordinator_of r)"
     paused_at=$(ms_now)
     kill -STOP $workers
@@ -333,18 +338,20 @@ for w in writers: w.start()
 for w in writers: w.join()
 PY
     kill -CONT $workers
-    # The coordinators' pause is the test's, not the junk's: past about 3 s
-    # (the junk written slowly on a busy machine) the fence runs short and
-    # IDs wait for it, as they would for any paused coordinator.
+    # The coordinators' pause is the test's, not the junk's: past about 6 s
+    # (the junk written slowly on a busy machine; the fence at least 18 s
+    # away when it began, and the first check after it reads the junk for
+    # up to 5 s) the fence runs short and IDs wait for it, as they would
+    # for any paused coordinator.
     paused=$(($(ms_now) - paused_at))
-    gap_bound=$((4000 + (paused > 3000 ? paused - 3000 : 0)))
+    gap_bound=$((4000 + (paused > 6000 ? paused - 6000 : 0)))
     sleep 3
     # A held key deleted by hand while the junk stands: p stops the value.
     touch "$work/stop-p7"
     wait $l3
     ectl del "$PREFIX/shard/e1577836800000u1t41s10q12/7" >/dev/null
     deleted=$(ms_now)
-    for _ in $(seq 60); do
+    for _ in $(seq 120); do
         grep -q "the key \"$PREFIX/shard/e1577836800000u1t41s10q12/7\" is no longer held" "${dir_of[p]}/server.log" && break
         sleep 0.1
     done
@@ -379,8 +386,12 @@ PY
         fi
         lacks "... and no \"etcd unreachable\" while etcd answered" "$(grep "shardid coordinator" "${dir_of[$n]}/server.log")" "etcd unreachable"
     done
-    [ "$watch_failed" -gt 0 ] && pass "... the junk reached $watch_failed node(s) as a watch that could not be read" ||
-        fail "... no node's watch failed: the junk did not arrive at once"
+    if [ "$watch_failed" -gt 0 ]; then
+        pass "... the junk reached $watch_failed node(s) as a watch that could not be read"
+    else
+        fail "... no node's watch failed: the junk did not arrive at once (coordinators paused $paused ms)"
+        for n in p r; do grep "shardid coordinator" "${dir_of[$n]}/server.log" | tail -8 | sed "s/^/# $n: /" | cut -c1-300; done
+    fi
     check "... the states: held" "held held" "$(q p -c "SELECT state FROM shardid_coordination()") $(q r -c "SELECT state FROM shardid_coordination()")"
     [ -n "${RECOVERY_DEBUG:-}" ] && for n in p r; do echo "--- $n"; grep "shardid" "${dir_of[$n]}/server.log" | cut -c12- | tail -30; done
     for n in p r; do cluster_stop "${dir_of[$n]}" fast; done

@@ -169,6 +169,23 @@ if want 2; then
         "$(q d -c "SELECT shardid_release_shard('snowflake', 5)")|$(ectl get --print-value-only "$PREFIX/shard/e1577836800000u1t41s10q12/5")"
     check "node c takes it back and issues above node d's IDs, which lead c's clock by 6 s and more" "t" \
         "$(q c -c "SELECT min(next_snowflake_id(5)) > $d_max FROM generate_series(1, 50000)")"
+    # A statement that asks for a value while it is being given back waits
+    # and asks for it again (CI of stop 68: refused at once, in the words
+    # of a value shardid.shards no longer lists). The coordinator frozen
+    # keeps shard 7 releasing.
+    q c -c "SELECT next_snowflake_id(7)" >/dev/null
+    frozen=$(coordinator_of c)
+    kill -STOP $frozen
+    q c -c "SET shardid.etcd_wait = '200ms'" -c "SELECT shardid_release_shard('snowflake', 7)" >/dev/null 2>&1
+    state=$(q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 7")
+    q c -c "SET shardid.etcd_wait = '10s'" -c "SELECT next_snowflake_id(7) IS NOT NULL" >"$work/asked" 2>&1 &
+    asker=$!
+    sleep 0.5
+    kill -CONT $frozen
+    wait $asker
+    [ -n "${SHARDS_DEBUG:-}" ] && { cat "$work/asked"; grep "shardid" "${dir_of[c]}/server.log" | tail -12; }
+    check "a statement asking for shard 7 while it is given back waits, and issues once it is claimed again" \
+        "releasing|t" "$state|$(tr '\n' ' ' <"$work/asked" | sed 's/ *$//')"
     # A one-minute layout: the next holder continues in the same minute.
     q c -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
     q d -c "SELECT create_layout('minute', '2024-01-01', '1 minute', 30, 13, 20)" >/dev/null
@@ -566,11 +583,13 @@ if want 12; then
         -c "SELECT next_snowflake_id(80)" 2>&1)
     contains "an explicit shard equal to another node's id is refused while that node holds it" "$err" \
         "shard 80 of layout snowflake is held by another node"
+    # Statements of many IDs each, so that one runs when zb gives the value
+    # back (their errors kept): it waits and asks again, as for any claim.
     ( end=$((SECONDS + 25))
       while [ $SECONDS -lt $end ]; do
-          psql -X -h "${dir_of[zb]}" -p "${port_of[zb]}" -U clerk -d postgres -At -c "SET shardid.etcd_wait = '200ms'" \
-              -c "SELECT next_snowflake_id(80)" >/dev/null 2>&1
-      done ) &
+          psql -X -h "${dir_of[zb]}" -p "${port_of[zb]}" -U clerk -d postgres -At \
+              -c "SELECT count(next_snowflake_id(80)) FROM generate_series(1, 2000000)" 2>&1 >/dev/null | grep ERROR
+      done >"$work/asker.errors" ) &
     asker=$!
     sleep 2
     cluster_stop "${dir_of[za]}" fast
@@ -583,6 +602,12 @@ if want 12; then
     check "node za restarted cleanly while a role on zb asked for its id: 10 of 10 inserts succeed" "10" "$ok"
     check "... za holds its own value again" "held" \
         "$(q za -c "SELECT state FROM shardid_shard_claims() WHERE shard = 80 AND layout = 'snowflake'")"
+    gave=$(grep -c "giving shard 80 of layout snowflake back" "${dir_of[zb]}/server.log")
+    [ -n "${SHARDS_DEBUG:-}" ] && grep "shardid" "${dir_of[zb]}/server.log" | tail -20
+    echo "# zb gave the value back $gave time(s); the role's errors: $(sort "$work/asker.errors" | uniq -c | tr -s ' \n' ' ')"
+    [ "$gave" -gt 0 ] && pass "... zb gave value 80 back to za (its log says so)" || fail "... zb never gave value 80 back"
+    lacks "... a statement of the role running as zb gave it back is not told value 80 is outside shardid.shards" \
+        "$(cat "$work/asker.errors")" "not one of this node's shards"
     for n in za zb; do cluster_stop "${dir_of[$n]}" fast; done
 fi
 

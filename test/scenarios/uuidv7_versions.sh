@@ -48,10 +48,12 @@ check "PG $major: shardid's readers decode uuidv7()'s UUIDs as uuid_extract_time
 psql -X -q -d postgres -c "DROP DATABASE uuidv7_versions" >/dev/null
 
 # Control: PostgreSQL's uuidv7() keeps order only within one backend. A
-# server of its own under libfaketime, whose clock steps back 2 s (as an NTP
+# server of its own under libfaketime, whose clock steps back 20 s (as an NTP
 # step would) between two sessions: the second session's uuidv7() values
 # sort below the first's, though asked for after them; next_uuidv7()
 # (node-wide) stays above. Within the first session, both stay in order.
+# (With a step of 2 s a loaded CI began the second session more than 2 s
+# after the first's values, and the control saw nothing.)
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
 cdir=$(pg_tmpdir)
 trap 'cluster_stop "$cdir" immediate; rm -rf "$cdir"' EXIT
@@ -65,7 +67,7 @@ c() { PGHOST=$cdir PGPORT=$cport psql -X -q -At -v ON_ERROR_STOP=1 -d postgres "
 c -c "CREATE EXTENSION shardid" -c "CREATE SEQUENCE w" \
   -c "CREATE TABLE steps (phase int, before bigint, theirs uuid, after_theirs bigint, mine uuid, after_mine bigint)"
 row() { echo "INSERT INTO steps SELECT $1, nextval('w'), uuidv7(), nextval('w'), next_uuidv7(), nextval('w') FROM generate_series(1, 1000);"; }
-{ row 1; echo "\\! echo -2s > $cdir/faketime"; row 2; } | c
+{ row 1; echo "\\! echo -20s > $cdir/faketime"; row 2; } | c
 row 3 | c
 # Pairs (a, b): a finished before b began (a's last sequence value below b's first).
 viol() {  # COLUMN AFTER_COLUMN PHASES_OF_B

@@ -36,8 +36,18 @@ Status claim_refused(ClaimState state, const char* note, uint64_t value, const c
                          "hand, or a mark of a node whose clock ran far ahead (until this node's clock comes near "
                          "it).")
             .with_hint("shardid_shard_claims() (superusers and pg_monitor) and the server log name the key.");
-    case ClaimState::undeclared:
     case ClaimState::releasing:
+        // Given back as this statement asks (unused for a while, or wanted
+        // by the node whose id it is): a wait, as for a claim, and asked
+        // for again once given back (the refusal a statement ends with is
+        // then the claim's: held by another node, most often). A value no
+        // longer declared is refused before (hold_claim(), as undeclared).
+        return Status::fail(Error::not_claimed, "this node is giving shard %llu of layout %s back", v, layout)
+            .with_detail("The coordinator gives the value back in etcd (unused for shardid.shard_idle_release, or "
+                         "wanted by the node whose node id it is); it is asked for again once given back.")
+            .with_hint("See SELECT * FROM shardid_shard_claims(); and SELECT * FROM shardid_coordination(); for "
+                       "the last error.");
+    case ClaimState::undeclared:
         return Status::fail(Error::not_configured, "shard %llu is not one of this node's shards", v)
             .with_detail("shardid.shards, as this node read it at its last reload, does not list it (a range of "
                          "shards moved to another node); an ID with it could equal one its new owner issues.")
