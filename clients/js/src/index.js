@@ -453,7 +453,6 @@ function eightRaw(id) {
 // UUID text as PostgreSQL's uuid input reads it: 32 hex digits, a hyphen
 // allowed after any group of four but the last, the whole optionally in
 // braces.
-const UUID_CANONICAL = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 function uuidHex(text) {
   let i = 0;
   const braces = text[0] === '{';
@@ -473,20 +472,50 @@ function uuidHex(text) {
   return i === text.length ? hex : null;
 }
 
+// The value of each hex digit's character code, -1 for any other.
+const HEX_VALUE = new Int8Array(128).fill(-1);
+for (let i = 0; i < 16; i++) {
+  HEX_VALUE['0123456789abcdef'.charCodeAt(i)] = i;
+  HEX_VALUE['0123456789ABCDEF'.charCodeAt(i)] = i;
+}
+// The canonical form (8-4-4-4-12), read in place: its 32 hex digits as
+// four 32-bit words (u[0] the first eight digits), true when it is one.
+function uuidCanonical(text, u) {
+  if (text.length !== 36 || text.charCodeAt(8) !== 45 || text.charCodeAt(13) !== 45 ||
+      text.charCodeAt(18) !== 45 || text.charCodeAt(23) !== 45) return false;
+  let word = 0;
+  let digits = 0;
+  for (let i = 0; i < 36; i++) {
+    if (i === 8 || i === 13 || i === 18 || i === 23) continue;
+    const c = text.charCodeAt(i);
+    const d = c < 128 ? HEX_VALUE[c] : -1;
+    if (d < 0) return false;
+    word = word * 16 + d;
+    if (++digits % 8 === 0) {
+      u[(digits >> 3) - 1] = word;
+      word = 0;
+    }
+  }
+  return true;
+}
+const uuidWords = [0, 0, 0, 0];
+
 // [Unix ms, counter, shard].
 function uuidRaw(id, shardBits = 0) {
   if (!Number.isInteger(shardBits) || shardBits < 0 || shardBits > 32) {
     throw new ShardidError('22023', `shard width ${shardBits} is out of range`, 'A UUIDv7 shard field is 0 to 32 bits wide.');
   }
-  // The canonical form (8-4-4-4-12) read in place, any other through uuidHex.
-  const hex = typeof id !== 'string' ? null
-    : UUID_CANONICAL.test(id) ? `${id.slice(0, 8)}${id.slice(9, 13)}${id.slice(14, 18)}${id.slice(19, 23)}${id.slice(24, 29)}`
-      : uuidHex(id);
-  if (hex === null) {
-    throw new ShardidError('22P02', `invalid input syntax for type uuid: "${clip(String(id))}"`);
+  // The canonical form read in place, any other through uuidHex.
+  const u = uuidWords;
+  if (typeof id !== 'string' || !uuidCanonical(id, u)) {
+    const hex = typeof id === 'string' ? uuidHex(id) : null;
+    if (hex === null) {
+      throw new ShardidError('22P02', `invalid input syntax for type uuid: "${clip(String(id))}"`);
+    }
+    for (let w = 0; w < 4; w++) u[w] = parseInt(hex.slice(8 * w, 8 * w + 8), 16);
   }
-  const version = parseInt(hex[12], 16);
-  const variant = parseInt(hex[16], 16) >> 2;
+  const version = (u[1] >>> 12) & 15;
+  const variant = u[2] >>> 30;
   if (version !== 7) {
     throw new ShardidError('22023', 'uuid is not a UUIDv7', `Its version is ${version}; a UUIDv7 has version 7.`);
   }
@@ -494,12 +523,13 @@ function uuidRaw(id, shardBits = 0) {
     throw new ShardidError('22023', 'uuid is not a UUIDv7',
       `Its variant bits are ${variant >> 1}${variant & 1}; a UUIDv7 has the RFC 9562 variant, binary 10.`);
   }
-  // rand_b's top 32 bits: hex digits 16-23 less the variant's 2 bits, and
-  // the next 2 bits.
-  const counter = parseInt(hex.slice(13, 16), 16);
-  const unixMs = parseInt(hex.slice(0, 12), 16);
+  // unix_ts_ms: the first 48 bits; rand_a: the 12 after the version;
+  // rand_b's top 32 bits: the third word less the variant's 2 bits, and
+  // the fourth word's top 2 bits.
+  const counter = u[1] & 0xFFF;
+  const unixMs = u[0] * 65536 + (u[1] >>> 16);
   if (shardBits === 0) return [unixMs, counter, 0];
-  const top = (parseInt(hex.slice(16, 24), 16) & 0x3FFFFFFF) * 4 + (parseInt(hex[24], 16) >> 2);
+  const top = (u[2] & 0x3FFFFFFF) * 4 + (u[3] >>> 30);
   return [unixMs, counter, Math.floor(top / 2 ** (32 - shardBits))];
 }
 

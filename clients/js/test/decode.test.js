@@ -93,6 +93,9 @@ test('wrong input gets the SQLSTATE SQL gives', () => {
   refused(() => eightbyteIdDecode('0123456789abcdeg'), '22023');
   refused(() => eightbyteIdDecode(new Uint8Array(7)), '22023');
   refused(() => uuidv7Decode('not a uuid'), '22P02');
+  // The canonical shape with one digit that is not hex, first and last.
+  refused(() => uuidv7Decode('g1890a5d-ac96-774b-bcce-b302099a8057'), '22P02');
+  refused(() => uuidv7Decode('01890a5d-ac96-774b-bcce-b302099a805\u0660'), '22P02');
   refused(() => uuidv7Decode('b3e1c4c8-0f7e-4c39-9d65-3c8e2f2a8d11'), '22023');  // version 4
   refused(() => uuidv7Decode('01890a5d-ac96-774b-ccce-b302099a8057'), '22023');  // variant 11
   refused(() => uuidv7Decode('01890a5d-ac96-774b-bcce-b302099a8057', 33), '22023');
