@@ -37,14 +37,16 @@ Status claim_refused(ClaimState state, const char* note, uint64_t value, const c
                          "it).")
             .with_hint("shardid_shard_claims() (superusers and pg_monitor) and the server log name the key.");
     case ClaimState::releasing:
-        // Given back as this statement asks (unused for a while, or wanted
-        // by the node whose id it is): a wait, as for a claim, and asked
-        // for again once given back (the refusal a statement ends with is
-        // then the claim's: held by another node, most often). A value no
-        // longer declared is refused before (hold_claim(), as undeclared).
+        // Given back as this statement asks (unused for a while, released
+        // by hand, or wanted by the node whose id it is): a wait, as for a
+        // claim, and asked for again once given back (the refusal a
+        // statement ends with is then the claim's: held by another node,
+        // most often). A value no longer declared is refused before
+        // (hold_claim(), as undeclared).
         return Status::fail(Error::not_claimed, "this node is giving shard %llu of layout %s back", v, layout)
-            .with_detail("The coordinator gives the value back in etcd (unused for shardid.shard_idle_release, or "
-                         "wanted by the node whose node id it is); it is asked for again once given back.")
+            .with_detail("The coordinator gives the value back in etcd (unused for shardid.shard_idle_release, "
+                         "released by shardid_release_shard(), or wanted by the node whose node id it is); it is "
+                         "asked for again once given back.")
             .with_hint("See SELECT * FROM shardid_shard_claims(); and SELECT * FROM shardid_coordination(); for "
                        "the last error.");
     case ClaimState::undeclared:
