@@ -286,6 +286,7 @@ q r1 -c "CREATE TABLE t (id bigint PRIMARY KEY, at timestamptz)"
     q r1 -c "INSERT INTO t SELECT next_snowflake_id(), clock_timestamp() FROM generate_series(1, 500)" >/dev/null 2>&1
   done ) & load=$!
 wait_rows r1 t 1000 10 || fail "the load on r1 issued no IDs"
+lease_before=$(q r1 -c "SELECT lease_id FROM shardid_coordination()")
 leader=""
 for m in 1 2 3; do
     etcdctl --endpoints="http://127.0.0.1:$((23950 + m))" endpoint status -w json 2>/dev/null |
@@ -299,7 +300,15 @@ rows=$(q r1 -c "SELECT count(*) FROM t")
 [ -n "$leader" ] && [ "$rows" -gt 0 ] && [ "${gap:-99999}" -lt 5000 ] &&
     pass "killing the etcd leader ($leader) under load paused generation at most $gap ms (bound: the 5 s TTL); $rows rows, 0 duplicates (primary key)" ||
     fail "leader kill: leader '$leader', longest pause ${gap:-?} ms, $rows rows"
-check "the node still holds its id after the leader election" "held" "$(q r1 -c "SELECT state FROM shardid_coordination()")"
+# Held under the same lease. Renewals late on a loaded machine show
+# `expiring`, which is held still (CI saw it 8 s after the kill; here,
+# beside a run of the test command, it stayed so 10 s more): either, once
+# the state is given 10 s to come back to `held`.
+wait_state r1 held 10 || {
+    q r1 -c "SELECT state, issuing_until - clock_timestamp() AS fence_left, renewals_late, expiring_episodes FROM shardid_coordination()" | sed 's/^/# not held: /'
+}
+check "the node still holds its id after the leader election, under the same lease" "held $lease_before" \
+    "$(q r1 -c "SELECT CASE WHEN state IN ('held', 'expiring') THEN 'held' ELSE state END || ' ' || lease_id FROM shardid_coordination()")"
 
 # --- 8: etcd down at start; wrong credentials ------------------------------
 saved=$ETCD_URLS; ETCD_URLS="http://127.0.0.1:23897"; PREFIX=/s8
