@@ -145,13 +145,19 @@ q w3 -c "DROP EXTENSION shardid" >/dev/null
 cnode_up x1 $((base + 13)) "$src" && cnode_up x2 $((base + 14)) "$src" || stop_suite "x1 or x2 did not start: $(cnode_why x1) $(cnode_why x2)"
 q x1 -c "CREATE EXTENSION shardid" -c "SELECT citus_add_node('127.0.0.1', $((base + 14)))" >/dev/null ||
     fail "x1: citus_add_node(x2) failed"
-t0=$(date +%s%3N)
-err=$(q_err x2 "SELECT next_trace_id()")
-took=$(($(date +%s%3N) - t0))
-contains "a worker whose cluster's metadata has no coordinator refuses to issue (55000)" "$err" "55000"
+# Timed in the server: a loaded CI's new connection alone can take seconds.
+err=$(q x2 -c "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); h text; BEGIN
+    PERFORM next_trace_id();
+    RAISE NOTICE 'issued';
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS h = PG_EXCEPTION_HINT;
+    RAISE NOTICE 'took % ms: % % (hint: %)', round(extract(epoch FROM clock_timestamp() - t0) * 1000), SQLSTATE, SQLERRM, h;
+END \$\$" 2>&1)
+took=$(grep -o 'took [0-9]*' <<<"$err" | grep -o '[0-9]*$')
+contains "a worker whose cluster's metadata has no coordinator refuses to issue (55000)" "$err" ": 55000 "
 contains "... saying the coordinator is not in the metadata" "$err" "Citus coordinator of this node's group"
 contains "... with the coordinator's hint" "$err" "citus_set_coordinator_host"
-check "... at once (under 2 s; before: about 50 s)" "t" "$([ "$took" -lt 2000 ] && echo t || echo "f ($took ms)")"
+check "... at once (under 2 s in the server; before: about 50 s)" "t" "$([ "${took:-99999}" -lt 2000 ] && echo t || echo "f (${took:-no} ms: $err)")"
 contains "... as its coordinator does" "$(q_err x1 "SELECT next_trace_id()")" "citus_set_coordinator_host"
 cnode_stop x1
 cnode_stop x2
@@ -693,26 +699,41 @@ fence_all() {
     local n
     for n in c w1 w2; do q "$n" -c "ALTER SYSTEM SET shardid.citus_fence = '$1'" -c "SELECT pg_reload_conf()" >/dev/null; done
 }
-pause_round() {  # SECONDS-OF-LOAD PAUSE-AT PAUSE-FOR: the loads' lines in $cwork/pl.*
+pause_round() {  # SECONDS-OF-LOAD PAUSE-AT PAUSE-FOR: the loads' lines in $cwork/pl.*, each statement's in raw.*
     local load=$1 at=$2 for=$3 p
-    rm -f "$cwork"/pl.*
+    rm -f "$cwork"/pl.* "$cwork"/raw.*
     for n in w1 w2; do q "$n" -c "SELECT obfuscate_id(1), next_call_number()" >/dev/null; done
     sleep 2
-    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w1]}" --seconds "$load" --label "w1-session" >"$cwork/pl.1" 2>&1 &
-    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w2]}" --seconds "$load" --label "w2-session" >"$cwork/pl.2" 2>&1 &
+    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w1]}" --seconds "$load" --label "w1-session" \
+        --raw "$cwork/raw.1" >"$cwork/pl.1" 2>&1 &
+    /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w2]}" --seconds "$load" --label "w2-session" \
+        --raw "$cwork/raw.2" >"$cwork/pl.2" 2>&1 &
     /usr/bin/python3 test/citus/pause_load.py --port "${cport_of[w1]}" --seconds "$load" --fresh --label "w1-new-connections" \
-        >"$cwork/pl.3" 2>&1 &
+        --raw "$cwork/raw.3" >"$cwork/pl.3" 2>&1 &
     sleep "$at"
     p=$(coord_pids)
+    pause_from=$(date +%s%3N)
     # shellcheck disable=SC2086
     kill -STOP $p
     sleep "$for"
     # shellcheck disable=SC2086
     kill -CONT $p
+    pause_to=$(date +%s%3N)
     wait
     sed 's/^/# /' "$cwork"/pl.*
 }
 field() { awk -v k="$2" '{ for (i = 1; i < NF; i++) if ($i == k) { print $(i + 1); exit } }' "$1"; }
+# during_outside N: "DURING OUTSIDE COUNT", load N's longest statement (ms)
+# of the COUNT that overlapped the pause or began within 2 s after it, and
+# its longest of the others: what this machine costs anyway. In CI the
+# Citus suite runs niced beside four other lanes on two cores, and fixed
+# bounds of 1.5 s (a new connection) and 6.5 s (past the lease) failed
+# there by 0.2 to 0.7 s.
+during_outside() {
+    awk -v a="$pause_from" -v b="$((pause_to + 2000))" 'NF == 2 {
+            if ($1 + $2 >= a && $1 <= b) { n++; if ($2 > d) d = $2 } else if ($2 > o) o = $2
+        } END { printf "%d %d %d\n", d + 0, o + 0, n + 0 }' "$cwork/raw.$1"
+}
 fence_all 20s
 sleep 1
 pause_round 25 8 12  # the load 8 s before: its rate measured, its spares taken
@@ -720,9 +741,17 @@ for f in 1 2 3; do
     label=$(awk '{ print $1; exit }' "$cwork/pl.$f")
     bound=1000
     [ "$f" = 3 ] && bound=1500  # a new connection's own setup
+    read -r during outside count <<<"$(during_outside "$f")"
+    # The pause may cost nothing beyond the machine's own noise: under the
+    # bound, or twice the longest statement outside the pause; never half
+    # the pause (6 s: a statement that waited for the coordinator).
+    echo "# $label: longest $during ms of $count statements during the pause, $outside ms outside it"
+    limit=$((2 * outside > bound ? 2 * outside : bound))
+    limit=$((limit > 6000 ? 6000 : limit))
     check "coordinator stopped 12 s, fence 20 s: $label, no failed statement" "0" "$(field "$cwork/pl.$f" failed)"
-    check "... and none stalled: $label's longest under $bound ms" "t" \
-        "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt "$bound" ] && echo t || echo "f (${l:-none} ms)")"
+    check "... and none stalled: $label's longest during the pause under $bound ms or twice its longest outside it (at most 6 s)" "t" \
+        "$([ "$count" -gt 0 ] && [ "$during" -lt "$limit" ] && echo t ||
+            echo "f (during the pause: $during ms, $count statements; outside it: $outside ms)")"
 done
 fence_all 4s
 sleep 5  # leases of 20 s granted before end by now (the lease is renewed every 400 ms)
@@ -732,8 +761,15 @@ for f in 1 2; do
     states=$(field "$cwork/pl.$f" sqlstates)
     check "coordinator stopped 15 s, fence 4 s: $label's statements past the lease fail with 55000 only" "t" \
         "$([[ $states =~ ^55000:[0-9]+$ ]] && echo t || echo "f ($states)")"
-    check "... after a bounded wait, not the whole pause: $label's longest under 6.5 s" "t" \
-        "$(l=$(field "$cwork/pl.$f" longest_ms); [ "${l:-99999}" -lt 6500 ] && echo t || echo "f (${l:-none} ms)")"
+    # The bound (5.4 s) and this machine's own noise (the longest statement
+    # outside the pause, at least 1.1 s); never two thirds of the pause.
+    read -r during outside count <<<"$(during_outside "$f")"
+    echo "# $label: longest $during ms of $count statements during the pause, $outside ms outside it"
+    limit=$((5400 + (outside > 1100 ? outside : 1100)))
+    limit=$((limit > 10000 ? 10000 : limit))
+    check "... after a bounded wait, not the whole pause: $label's longest under 6.5 s, or 5.4 s and its longest outside the pause" "t" \
+        "$([ "$count" -gt 0 ] && [ "$during" -lt "$limit" ] && echo t ||
+            echo "f (during the pause: $during ms, $count statements; outside it: $outside ms)")"
     # At least 10 statements after the last failure (CI, three Citus
     # clusters on two cores: 73 in the seconds the load had left).
     check "... and heal by themselves once it answers: $label succeeds again" "t" \
@@ -787,8 +823,10 @@ wait "$ring_pid"
 echo "# a key, then a run: $out"
 contains "... a new connection's statement that waited for the key, then for a run, fails naming the run (55000)" "$out" \
     "55000 no call-number run id could be taken from the Citus coordinator"
+# 7 s: the bound and a loaded machine's late wake-up (CI runs this niced
+# beside four other lanes), short of 3 s and a bound (8.4 s; 8.6 s measured).
 check "... within one bound in all (5.4 s), not 3 s and a bound" "t" \
-    "$([ "${took:-99999}" -lt 6000 ] && echo t || echo "f (${took:-no} ms)")"
+    "$([ "${took:-99999}" -lt 7000 ] && echo t || echo "f (${took:-no} ms)")"
 touch "$cwork/release"
 wait "$seq_pid"
 q c -c "SET citus.enable_alter_role_set_propagation = off" -c "ALTER ROLE postgres RESET lock_timeout" >/dev/null

@@ -2,7 +2,7 @@
 """Statements that need the coordinator's keys and call-number runs, timed,
 while test/citus/citus.sh pauses the coordinator (section 4d).
 
-  pause_load.py --port P --seconds N [--fresh] [--label L]
+  pause_load.py --port P --seconds N [--fresh] [--label L] [--raw FILE]
 
 Each statement is SELECT obfuscate_id(i), next_call_number(). One session
 runs them back to back (a pause of 2 ms between); with --fresh each
@@ -14,6 +14,9 @@ first run), one every 400 ms. Prints one line:
 (R: statements that succeeded after the last failure, all when none
 failed; S: the failed statements' SQLSTATEs with counts; E: the first
 error's message). A statement that fails to connect counts as failed.
+With --raw, FILE gets a line for each statement: when it began (ms since
+the epoch, the wall clock the shell's date reads) and how long it took (ms),
+so that the statements during the pause can be told from the others.
 """
 import argparse
 import collections
@@ -36,8 +39,10 @@ def main():
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--fresh", action="store_true")
     p.add_argument("--label", default="load")
+    p.add_argument("--raw")
     a = p.parse_args()
     took = []
+    raw = []
     states = collections.Counter()
     first_error = ""
     end = time.monotonic() + a.seconds
@@ -47,6 +52,7 @@ def main():
     while time.monotonic() < end:
         i += 1
         start = time.monotonic()
+        began = time.time()
         try:
             c = connect(a.port) if a.fresh else conn
             with c.cursor() as cur:
@@ -67,7 +73,11 @@ def main():
                     pass
                 conn = connect(a.port)
         took.append((time.monotonic() - start) * 1000)
+        raw.append("%d %d" % (began * 1000, took[-1]))
         time.sleep(0.4 if a.fresh else 0.002)
+    if a.raw:
+        with open(a.raw, "w") as f:
+            f.write("\n".join(raw) + "\n")
     took.sort()
     p99 = took[int(len(took) * 0.99)] if took else 0
     print(
