@@ -37,7 +37,7 @@ JOIN pg_depend d ON d.objid = p.oid AND d.refclassid = 'pg_extension'::regclass
 WHERE p.proname LIKE 'shardid\_layout$%'
 ORDER BY p.proname;
 -- The upgraded extension has the same objects as a fresh install, which runs
--- the full script shardid--1.3.sql alone: two different paths. Compared
+-- the full script shardid--1.4.sql alone: two different paths. Compared
 -- object by object: functions (arguments, result, volatility, strictness,
 -- parallel safety, security, settings, support function, body, privileges,
 -- comment), relations (kind, privileges, comment), columns (type, NOT NULL,

@@ -14,6 +14,7 @@ extern "C" {
 #include "pg/base/settings.hpp"
 #include "pg/base/statement.hpp"
 #include "pg/source/shard_claims.hpp"
+#include "pg/state/lineage.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/wal.hpp"
 
@@ -64,6 +65,9 @@ void _PG_init(void)
     citus_init();
     shard_claims_init();
     wal_init();
+    // The directory pg_upgrade writes into awaits its predecessor's state.
+    if (IsBinaryUpgrade)
+        mark_upgrade_target();
     // pg_upgrade's servers (-b) claim nothing: the worker starts with the
     // upgraded server instead.
     if (!IsBinaryUpgrade)

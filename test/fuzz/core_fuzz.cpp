@@ -261,6 +261,12 @@ void fuzz_node_state(Input& in)
             if (era <= call_era_max && key != 0)
                 REQUIRE(parsed.call_eras.append(era, key, low));
         }
+        // Adopted histories: positive, each once.
+        for (int i = 0, n = in.take<uint8_t>() % 4; i < n; i++) {
+            const int64_t history = in.take<int64_t>(), at_ms = in.take<int64_t>();
+            if (history > 0)
+                REQUIRE(parsed.adopted.add(history, at_ms));
+        }
     }
     const size_t n = node_state_format(parsed, state_text, sizeof state_text);
     REQUIRE(n <= sizeof state_text);

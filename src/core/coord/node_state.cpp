@@ -174,6 +174,11 @@ bool parse_lines(const char* p, const char* end, int version, NodeState* st)
                 era > call_era_max || low < call_era_none || low > call_era_full ||
                 !st->call_eras.append(int(era), key, int32_t(low)))
                 return false;  // each era once, ascending
+        } else if (version >= 3 && is("adopted")) {
+            int64_t history = 0, at_ms = 0;
+            if (!c.space() || !c.i64(&history) || !c.space() || !c.i64(&at_ms) || !c.at_end() || history <= 0 ||
+                st->adopted.has(history) || !st->adopted.add(history, at_ms))
+                return false;  // each history once
         }
         // Otherwise a keyword this reader does not know: skipped (see the header).
         p = eol + 1;
@@ -222,7 +227,7 @@ bool NodeState::operator==(const NodeState& o) const
         if (std::strcmp(marks[i].name, o.marks[i].name) != 0 || marks[i].shape != o.marks[i].shape ||
             marks[i].word != o.marks[i].word)
             return false;
-    return call_eras == o.call_eras;
+    return call_eras == o.call_eras && adopted == o.adopted;
 }
 
 namespace {
@@ -324,6 +329,13 @@ size_t node_state_format(const NodeState& st, char* out, size_t cap)
         w.put_i64(st.call_eras.list[i].low);
         w.put('\n');
     }
+    for (int i = 0; i < st.adopted.n && i < Histories::max; i++) {
+        w.put("adopted ");
+        w.put_i64(st.adopted.list[i].history);
+        w.put(' ');
+        w.put_i64(st.adopted.list[i].at_ms);
+        w.put('\n');
+    }
     return w.len;
 }
 
@@ -351,7 +363,80 @@ Status node_state_check(const NodeState& st)
             (m.word >> (m.shape.time_bits + m.shape.sequence_bits)))
             return Status::fail(Error::invalid_parameter, "the mark of layout \"%s\" does not fit its fields", m.name);
     }
+    if (st.history < 0 || (st.awaiting != 0 && st.awaiting != 1))
+        return Status::fail(Error::invalid_parameter, "the node state's history fields are invalid");
     return Status();
+}
+
+void history_text(int64_t history, char out[history_text_len + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    const uint64_t v = uint64_t(history);
+    for (int i = 0; i < history_text_len; i++)
+        out[i] = hex[(v >> (4 * (history_text_len - 1 - i))) & 15];
+    out[history_text_len] = '\0';
+}
+
+bool history_parse(const char* text, size_t len, int64_t* history)
+{
+    if (len != size_t(history_text_len))
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < len; i++) {
+        const char c = text[i];
+        const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return false;
+        v = (v << 4) | uint64_t(d);
+    }
+    if (v == 0 || v > uint64_t(INT64_MAX))
+        return false;
+    *history = int64_t(v);
+    return true;
+}
+
+bool history_known(const NodeState& node, int64_t history)
+{
+    return history > 0 && (history == node.history || node.adopted.has(history));
+}
+
+Status adopt_check(const NodeState& node, const NodeState& from)
+{
+    char h[history_text_len + 1];
+    history_text(from.history, h);
+    if (from.awaiting != 0)
+        return Status::fail(Error::invalid_parameter, "the node state given awaits the state of its own predecessor")
+            .with_detail("It is the state of a server pg_upgrade wrote into (history %s), not of the server it "
+                         "upgraded from.",
+                         h)
+            .with_hint("Adopt the state of the server this one was upgraded or restored from (its shardid.hwm, read "
+                       "after it stopped).");
+    if (from.history != 0 && from.history == node.history && node.awaiting != 0)
+        return Status::fail(Error::invalid_parameter, "the node state given is this server's own (history %s)", h)
+            .with_detail("This server awaits the state of the server pg_upgrade upgraded it from; its own state "
+                         "does not cover what that server issued.")
+            .with_hint("Adopt the old data directory's shardid.hwm, read after the old server stopped.");
+    Histories merged = node.adopted;
+    bool fits = from.history == node.history || merged.add(from.history, 0);
+    for (int i = 0; i < from.adopted.n && fits; i++)
+        fits = from.adopted.list[i].history == node.history || merged.add(from.adopted.list[i].history, 0);
+    if (!fits)
+        return Status::fail(Error::limit_exceeded, "this node has adopted %d histories, the most it records",
+                            Histories::max)
+            .with_detail("A node records every history whose state it adopted, so that databases restored from "
+                         "them generate here.")
+            .with_hint("Generate in databases of fewer origins on this node.");
+    return Status();
+}
+
+void adopt_histories(NodeState& node, const NodeState& from, int64_t now_ms)
+{
+    if (from.history != node.history)
+        node.adopted.add(from.history, now_ms);
+    for (int i = 0; i < from.adopted.n; i++)
+        if (from.adopted.list[i].history != node.history)
+            node.adopted.add(from.adopted.list[i].history, now_ms);
+    node.awaiting = 0;
 }
 
 }  // namespace shardid

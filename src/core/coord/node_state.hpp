@@ -30,6 +30,20 @@
 //   - call_eras: the call-number key eras this node recorded as the one
 //     that hands out run ids (src/core/callnum.hpp): era, key fingerprint,
 //     the last run id taken in it.
+//   - history, history_began: the node's history, a random token drawn
+//     when a data directory first holds no history (a new cluster, or one
+//     of a release before 1.4), and when it was drawn. Each database with
+//     shardid records the histories its IDs came from (its table
+//     shardid_lineage, which pg_dump dumps and pg_upgrade carries): a
+//     database naming a history the node neither is nor adopted was made
+//     elsewhere, and generation there is refused (docs/install.md,
+//     "Upgrading PostgreSQL"). WAL carries it: a standby continues its
+//     primary's history.
+//   - awaiting: 1 in a data directory pg_upgrade wrote into, until the
+//     state of the server it upgraded is adopted: pg_upgrade carries the
+//     relation files, never this state, so until then nothing is issued.
+//   - adopted: the histories whose states were merged into this one
+//     (shardid_adopt_state()): history, when (Unix ms).
 //
 // The text format, version 3 (versions 1 and 2 are read too):
 //
@@ -43,6 +57,8 @@
 //   etcd_ttl <int64>
 //   layout <name> <epoch_ms> <unit_ms> <time_bits> <shard_bits> <sequence_bits> <sequence_first> <wraps> <word>
 //   call_era <era> <key fingerprint> <low>    (1.3; ascending, each era once)
+//   history <int64>, history_began <int64>, awaiting <0|1>   (1.4)
+//   adopted <history> <at_ms>                  (1.4; each history once)
 //
 // Names are written with every byte outside '!'..'~', and '%', as %XX, so
 // any name reads back. The codec is total: parse(format(s)) == s for every
@@ -73,6 +89,45 @@ struct LayoutMark {
     uint64_t word = 0;  // every issued packed (tick, sequence) word of the shape is at most this
 };
 
+// The histories a node adopted (shardid_adopt_state()).
+struct AdoptedHistory {
+    int64_t history = 0;
+    int64_t at_ms = 0;
+};
+struct Histories {
+    static constexpr int max = 32;
+    int n = 0;
+    AdoptedHistory list[max];
+
+    bool has(int64_t history) const
+    {
+        for (int i = 0; i < n; i++)
+            if (list[i].history == history)
+                return true;
+        return false;
+    }
+    // Adds a history (true; nothing when it is there already), or false
+    // when the list is full. History 0 (none) is never listed.
+    bool add(int64_t history, int64_t at_ms)
+    {
+        if (history <= 0 || has(history))
+            return history > 0;
+        if (n == max)
+            return false;
+        list[n++] = AdoptedHistory{history, at_ms};
+        return true;
+    }
+    bool operator==(const Histories& o) const
+    {
+        if (n != o.n)
+            return false;
+        for (int i = 0; i < n; i++)
+            if (list[i].history != o.list[i].history || list[i].at_ms != o.list[i].at_ms)
+                return false;
+        return true;
+    }
+};
+
 struct NodeState {
     static constexpr int max_marks = 128;
     int64_t mark_ms = 0;
@@ -82,9 +137,13 @@ struct NodeState {
     int64_t release_token = 0;
     int64_t claim_floor_ms = 0;
     int64_t fleet_ttl_ms = 0;
+    int64_t history = 0;
+    int64_t history_began_ms = 0;
+    int64_t awaiting = 0;
     int n_marks = 0;
     LayoutMark marks[max_marks];
     CallEras call_eras;
+    Histories adopted;
 
     bool operator==(const NodeState& o) const;
 };
@@ -105,6 +164,9 @@ enum class NodeStateFieldKind {
     release_token,  // this data directory's own, never replayed from WAL (a standby's is its own)
     claim_floor,    // this data directory's own too: a standby claims its node id itself when promoted
     fleet_ttl,      // this data directory's own too: what its coordinator learned of the fleet
+    history,        // the node's history (a random token; WAL carries it to standbys)
+    history_began,  // when that history began (Unix ms)
+    awaiting,       // 1: a pg_upgrade target that has not adopted its predecessor's state
 };
 
 // Fields that belong to the data directory, not to the node's history: the
@@ -140,6 +202,10 @@ inline constexpr NodeStateField node_state_fields[] = {
      " (Unix ms)"},
     {"etcd_ttl", &NodeState::fleet_ttl_ms, 3, false, NodeStateFieldKind::fleet_ttl, "etcd fleet's longest lease TTL",
      " ms"},
+    {"history", &NodeState::history, 3, false, NodeStateFieldKind::history, "history", ""},
+    {"history_began", &NodeState::history_began_ms, 3, false, NodeStateFieldKind::history_began, "history began",
+     " (Unix ms)"},
+    {"awaiting", &NodeState::awaiting, 3, false, NodeStateFieldKind::awaiting, "awaits its predecessor's state", ""},
 };
 constexpr int node_state_field_count = int(sizeof node_state_fields / sizeof node_state_fields[0]);
 
@@ -183,5 +249,28 @@ bool node_state_parse(const char* text, size_t len, NodeState* state);
 // Can the engine use every mark (well-formed shapes)? The codec reads
 // anything it writes; this says whether it makes sense.
 Status node_state_check(const NodeState& state);
+
+// Histories as people and shardid_lineage write them: 16 lowercase hex
+// digits. history_text() writes 16 characters and a NUL into out.
+constexpr int history_text_len = 16;
+void history_text(int64_t history, char out[history_text_len + 1]);
+// A history from its text (exactly 16 lowercase hex digits, not all zero,
+// below 2^63); false otherwise.
+bool history_parse(const char* text, size_t len, int64_t* history);
+
+// Is `history` this node's own or one it adopted?
+bool history_known(const NodeState& node, int64_t history);
+
+// May `node` adopt `from` (the state of the server a database came from)?
+// Not a state that awaits adoption itself (an upgraded server's own, not
+// its predecessor's), nor a node's own while it awaits its predecessor's;
+// and the histories must fit the list.
+Status adopt_check(const NodeState& node, const NodeState& from);
+
+// Records what adopting `from` adds to node's histories (from's history
+// and every history it adopted, at now_ms) and ends its wait. The rest of
+// the state (marks, floors, eras) is raised by the glue, as redo raises it.
+// Call after adopt_check().
+void adopt_histories(NodeState& node, const NodeState& from, int64_t now_ms);
 
 }  // namespace shardid

@@ -33,6 +33,7 @@ extern "C" {
 #include "pg/functions/keys.hpp"
 #include "pg/citus/citus.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/state/lineage.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/wal.hpp"
 
@@ -64,6 +65,7 @@ struct Sequence {
 
 Sequence extension_sequence(FunctionCallInfo fcinfo, const char* name)
 {
+    confirm_history(fcinfo);
     const Oid nsp = get_func_namespace(fcinfo->flinfo->fn_oid);
     Sequence seq{name, get_relname_relid(name, nsp), InvalidOid, 0, 0};
     if (!OidIsValid(seq.relid) || get_rel_relkind(seq.relid) != RELKIND_SEQUENCE)
@@ -197,10 +199,6 @@ const BitShuffle& call_shuffle(FunctionCallInfo fcinfo, int64* fingerprint)
 }
 
 Datum text_datum(const char* s) { return PointerGetDatum(cstring_to_text(s)); }
-
-}  // namespace
-
-namespace {
 
 // The counters' epoch the values handed out by the source may be used in
 // now; with node ids from etcd, waits (interruptibly, up to

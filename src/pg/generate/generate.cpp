@@ -14,6 +14,7 @@ extern "C" {
 #include "pg/source/node_source.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/source/shard_claims.hpp"
+#include "pg/state/lineage.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/base/wait_event.hpp"
 #include "pg/state/wal.hpp"
@@ -55,6 +56,8 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     refuse_on_standby();
     if (slot_cache == nullptr)
         slot_cache = slot_for(layout);
+    // The node continues every history this database's IDs came from.
+    confirm_history(fcinfo);
     SlotState& slot = *slot_cache;
     const NodeIdSource& source = node_id_source();
     // The layout whose shard field the shard must fit, and the check of a

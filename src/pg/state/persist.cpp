@@ -14,6 +14,7 @@
 #include "core/coord/time_mark.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/state/lineage.hpp"
 #include "pg/state/shared.hpp"
 #include "pg/state/state_file.hpp"
 #include "pg/state/wal.hpp"
@@ -168,6 +169,10 @@ NodeState persisted_state()
     st.claim_floor_ms = shared->claim_floor_ms.load();
     st.fleet_ttl_ms = shared->fleet_ttl_ms.load();
     st.call_eras = shared->call_eras;
+    st.history = shared->history.load();
+    st.history_began_ms = shared->history_began_ms;
+    st.awaiting = shared->awaiting.load();
+    st.adopted = shared->adopted;
     return st;
 }
 
@@ -256,7 +261,7 @@ void raise_call_eras_used_up()
                             "ones.")));
 }
 
-void replay_node_state(const NodeState& st)
+void replay_node_state(const NodeState& st, bool adopted)
 {
     attach_if_needed();
     // Slots for the layouts with marks of their own first: slot allocation
@@ -290,6 +295,13 @@ void replay_node_state(const NodeState& st)
         else if (i >= shared->call_eras.n)
             shared->call_eras.append(e.era, e.key, e.low);
     }
+    // Redo: the primary's history is the standby's (a standby issues
+    // nothing of its own), with every history it adopted. Adopted: the
+    // state's histories are recorded beside this node's own.
+    if (adopted)
+        adopt_histories_locked(st);
+    else
+        replay_histories(st);
     for (int i = 0; i < st.n_marks; i++) {
         if (marked[i] == nullptr) {
             // No slot left for it here: its whole tick counts as used.
@@ -315,8 +327,14 @@ void replay_node_state(const NodeState& st)
         else if (tick >= 0)
             raise_last(slot.state, layout.pack(uint64_t(tick), layout.sequence_max()));
     }
-    state_file_write(persisted_state());
+    // An adoption is WAL-logged (standbys adopt it too) and used once safe.
+    const NodeState now = persisted_state();
+    const XLogRecPtr end = adopted ? persist(now) : InvalidXLogRecPtr;
+    if (!adopted)
+        state_file_write(now);
     LWLockRelease(&shared->state_lock);
+    if (adopted)
+        confirm_lsn(end);
 }
 
 namespace {

@@ -126,6 +126,15 @@ struct Shared {
     // exit (src/pg/state/persist.cpp); never replayed from WAL.
     std::atomic<int64_t> release_token;
     int64_t release_token_at_start;
+    // The node's history (NodeState::history, history_began_ms, awaiting,
+    // adopted; src/pg/state/lineage.hpp): written under state_lock, and
+    // histories_version is raised after every change (backends' checks of
+    // their database's shardid_lineage compare it, without a lock).
+    std::atomic<int64_t> history;
+    int64_t history_began_ms;
+    std::atomic<int64_t> awaiting;
+    Histories adopted;
+    std::atomic<uint64_t> histories_version;
     // Generations refused a shard value, by cause (src/pg/source/shard_claims.hpp).
     std::atomic<uint64_t> claim_refusals[int(ClaimRefusal::count)];
     // Generations refused, by cause (count_generation_refusal()).
@@ -201,17 +210,21 @@ void set_counter_floors(const NodeState& st, bool raise);
 // retired floor, and any number of counter floors.
 constexpr bool node_state_fields_known()
 {
-    int marks = 0, retired = 0, tokens = 0, claims = 0, ttls = 0;
+    int marks = 0, retired = 0, tokens = 0, claims = 0, ttls = 0, histories = 0, began = 0, awaiting = 0;
     for (const NodeStateField& f : node_state_fields) {
         marks += f.kind == NodeStateFieldKind::time_mark;
         retired += f.kind == NodeStateFieldKind::retired_floor;
         tokens += f.kind == NodeStateFieldKind::release_token;
         claims += f.kind == NodeStateFieldKind::claim_floor;
         ttls += f.kind == NodeStateFieldKind::fleet_ttl;
+        histories += f.kind == NodeStateFieldKind::history;
+        began += f.kind == NodeStateFieldKind::history_began;
+        awaiting += f.kind == NodeStateFieldKind::awaiting;
     }
-    return marks == 1 && retired == 1 && tokens == 1 && claims == 1 && ttls == 1;
+    return marks == 1 && retired == 1 && tokens == 1 && claims == 1 && ttls == 1 && histories == 1 && began == 1 &&
+           awaiting == 1;
 }
 static_assert(node_state_fields_known(), "the glue knows one time mark, one retired floor, one release token, one "
-                                         "claim floor and one fleet TTL");
+                                         "claim floor, one fleet TTL and one of each history field");
 
 }  // namespace shardid::pg

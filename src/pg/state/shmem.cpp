@@ -12,6 +12,7 @@
 #include "core/coord/time_mark.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/state/lineage.hpp"
 #include "pg/state/shared.hpp"
 #include "pg/state/state_file.hpp"
 
@@ -113,6 +114,12 @@ void attach_locked()
                               errhint("If the server clock is known to be past every ID ever issued, remove the "
                                       "file and restart the server.")));
         aligned->state_unreadable = got == StateFileRead::corrupt;
+        if (got != StateFileRead::corrupt)
+            begin_history_if_none(st);
+        aligned->history.store(st.history);
+        aligned->history_began_ms = st.history_began_ms;
+        aligned->awaiting.store(st.awaiting);
+        aligned->adopted = st.adopted;
         aligned->restart_floor_ms.store(st.mark_ms);
         aligned->lease_until_ms.store(st.mark_ms);
         aligned->retired_ms.store(st.retired_ms);

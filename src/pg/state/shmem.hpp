@@ -87,7 +87,10 @@ std::atomic<uint64_t>& decimal_epoch(DecimalState* state);
 // Raises the node state to a replayed one (WAL redo, in the startup
 // process): the mark, the floor new slots resume above, the counter floors
 // and layout marks only ever go up; the state file is written too.
-void replay_node_state(const NodeState& state);
+// `adopted`: the state of another server (shardid_adopt_state(), checked
+// by adopt_check()), whose histories are recorded beside the node's own;
+// WAL-logged, and flushed before it returns.
+void replay_node_state(const NodeState& state, bool adopted = false);
 // In the postmaster (shmem_init()): at its exit after a clean shutdown, the
 // node's time mark comes down to the last issued tick (persist.cpp).
 void settle_mark_at_clean_exit();
