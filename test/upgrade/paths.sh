@@ -12,8 +12,10 @@
 #     shardid.hwm, no scheme issues an ID the old server issued (in either
 #     database: DecimalIds of one database against the other's), and the
 #     time-ordered ones sort above the old ones, in the same hour and day;
-#   - pg_upgrade --link: a standby made afterwards with pg_basebackup and
-#     promoted issues nothing that either server issued.
+#   - a standby of the upgraded server, promoted, issues nothing that
+#     either server issued: made with pg_basebackup after the adoption
+#     (--link), or copied before the upgraded server started, as rsync
+#     after pg_upgrade makes it, which replays the adoption (--copy).
 # OLD_BIN and NEW_BIN (default: this machine's PostgreSQL) name the two
 # servers' binaries: test/versions/in_root.sh runs it from 15 to 17.
 # Prints PASS/FAIL lines. Run from the repository root.
@@ -151,6 +153,28 @@ adopt() {
 
 history_of() { q "$1" "$2" db1 -c "SELECT history, awaiting_adoption, cardinality(unknown_here) FROM shardid_node_history()"; }
 
+# promoted NAME STANDBY_DIR PRIMARY_DIR: the standby (running on
+# $standby_port) has replayed everything the primary wrote, the primary
+# stops, the standby is promoted: it issues no ID the old server or the
+# primary issued (the primary's new IDs are in tables new_*_$path).
+promoted() {
+    local name=$1 sb=$2 primary=$3 lsn i
+    lsn=$(q "$primary" "$new_port" postgres -c "SELECT pg_current_wal_lsn()")
+    for ((i = 0; i < 600; i++)); do
+        [ "$(q "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'" 2>/dev/null)" = t ] && break
+        sleep 0.1
+    done
+    check "$name: the standby replayed the upgraded server's WAL" t \
+        "$(q "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")"
+    stop "$NEW_BIN" "$primary"
+    as_pg "$NEW_BIN/pg_ctl" -D "$sb/data" -w promote >/dev/null 2>&1 || stop_suite "$name: promotion failed"
+    fresh "$name" "$sb" "$standby_port" "standby_$path"
+    check "$name: above the upgraded server's IDs" "0 true" \
+        "$(q "$sb" "$standby_port" db1 -c "SELECT (SELECT count(*) FROM new_hourly_standby_$path WHERE id IN (SELECT id FROM new_hourly_$path))
+                  || ' ' || ((SELECT min(id) FROM new_hourly_standby_$path) > (SELECT max(id) FROM new_hourly_$path))")"
+    stop "$NEW_BIN" "$sb"
+}
+
 # --- each path from the same old server's life --------------------------------
 for path in copy link dump; do
     old=$work/old_$path new=$work/new_$path
@@ -177,7 +201,18 @@ for path in copy link dump; do
         (cd "$work" && as_pg "$NEW_BIN/pg_upgrade" -b "$OLD_BIN" -B "$NEW_BIN" -d "$old/data" -D "$new/data" \
             -p "$old_port" -P "$new_port" -s "$work" "${mode[@]}" >"$work/upgrade.log" 2>&1) ||
             stop_suite "pg_upgrade --$path failed: $(tail -5 "$work/upgrade.log" | tr '\n' ' ')"
+        # The copy path's standby: the upgraded directory copied before the
+        # server starts (what rsync after pg_upgrade makes), a standby of it.
+        if [ "$path" = copy ]; then
+            sb=$work/standby_copy
+            mkdir -p "$sb" && chown postgres: "$sb"
+            as_pg cp -a "$new/data" "$sb/data" && as_pg touch "$sb/data/standby.signal" &&
+                printf '%s\n' "unix_socket_directories = '$sb'" "primary_conninfo = 'host=$new port=$new_port user=postgres'" |
+                as_pg tee -a "$sb/data/postgresql.conf" >/dev/null || stop_suite "$path: the standby could not be copied"
+        fi
         start "$NEW_BIN" "$new" "$new_port" || stop_suite "$path: the upgraded server did not start"
+        [ "$path" = copy ] && { start "$NEW_BIN" "$work/standby_copy" "$standby_port" ||
+            stop_suite "$path: the copied standby did not start"; }
         check "$path: shardid_node_history() says the upgraded server awaits the old one's state" \
             "t 1" "$(history_of "$new" "$new_port" | cut -d'|' -f2,3 | tr '|' ' ')"
         # A restart does not end the wait.
@@ -185,6 +220,8 @@ for path in copy link dump; do
         start "$NEW_BIN" "$new" "$new_port" || stop_suite "$path: the upgraded server did not restart"
     fi
     refused "$path" "$new" "$new_port"
+    [ "$path" != dump ] && check "$path: the upgraded server's own state, which awaits adoption, is refused (22023)" \
+        22023 "$(sqlstate "$new" "$new_port" db1 "SELECT shardid_adopt_state(pg_read_file('$new/data/shardid.hwm'))")"
     # Adopting the new server's own state, or a malformed one, ends nothing.
     check "$path: a text that is not a node state is refused (22P02)" 22P02 \
         "$(sqlstate "$new" "$new_port" db1 "SELECT shardid_adopt_state(E'shardid node state v3\\nmark x\\n')")"
@@ -200,22 +237,16 @@ for path in copy link dump; do
             tr '|' ' ')"
     fresh "$path" "$new" "$new_port" "$path"
     if [ "$path" = link ]; then
-        # A standby made after the upgrade, promoted: it issues nothing
-        # that the old server or the upgraded one issued.
-        sb=$work/standby
+        # A standby made after the upgrade with pg_basebackup, promoted.
+        sb=$work/standby_$path
         mkdir -p "$sb" && chown postgres: "$sb"
         as_pg "$NEW_BIN/pg_basebackup" -h "$new" -p "$new_port" -U postgres -D "$sb/data" -R -X stream \
             >/dev/null 2>&1 || stop_suite "$path: pg_basebackup failed"
         echo "unix_socket_directories = '$sb'" | as_pg tee -a "$sb/data/postgresql.conf" >/dev/null
         start "$NEW_BIN" "$sb" "$standby_port" || stop_suite "$path: the standby did not start"
-        stop "$NEW_BIN" "$new"
-        as_pg "$NEW_BIN/pg_ctl" -D "$sb/data" -w promote >/dev/null 2>&1 || stop_suite "$path: promotion failed"
-        fresh "$path, promoted standby" "$sb" "$standby_port" "standby"
-        # ... above the upgraded server's own new IDs too.
-        check "$path, promoted standby: above the upgraded server's IDs" "0 true" \
-            "$(q "$sb" "$standby_port" db1 -c "SELECT (SELECT count(*) FROM new_hourly_standby WHERE id IN (SELECT id FROM new_hourly_link))
-                      || ' ' || ((SELECT min(id) FROM new_hourly_standby) > (SELECT max(id) FROM new_hourly_link))")"
-        stop "$NEW_BIN" "$sb"
+        promoted "$path, a standby made with pg_basebackup after the upgrade" "$sb" "$new"
+    elif [ "$path" = copy ]; then
+        promoted "$path, a standby copied before the upgraded server started" "$work/standby_copy" "$new"
     fi
     stop "$NEW_BIN" "$new"
 done

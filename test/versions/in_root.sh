@@ -132,11 +132,12 @@ package_suite() {
     local f missing=""
     for f in "$("$PG_CONFIG" --pkglibdir)/shardid.so" "$("$PG_CONFIG" --pkglibdir)/shardid_etcd.so" \
              "$("$PG_CONFIG" --sharedir)/extension/shardid.control" \
-             $(cd sql && ls shardid--*.sql | sed "s|^|$("$PG_CONFIG" --sharedir)/extension/|"); do
+             $(cd sql && ls shardid--*.sql | sed "s|^|$("$PG_CONFIG" --sharedir)/extension/|") \
+             "/etc/postgresql-common/pg_upgradecluster.d/shardid-$PG_MAJOR"; do
         grep -qx "$f" <<<"$listed" && [ -f "$f" ] || missing+=" $f"
     done
     if [ -z "$missing" ]; then
-        out+=$'\n'"PASS the package installs both libraries (shardid, shardid_etcd), the control file and every SQL script"
+        out+=$'\n'"PASS the package installs both libraries (shardid, shardid_etcd), the control file, every SQL script and its pg_upgradecluster hook"
     else
         out+=$'\n'"FAIL the package lacks:$missing"
     fi
