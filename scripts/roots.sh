@@ -144,3 +144,37 @@ root_run() {
         exec chroot "$dir" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
             HOME=/root LANG=C.UTF-8 TERM=dumb "$@"' sh "$dir" "$@"
 }
+
+# root_add_host_server V OLD: this machine's PostgreSQL OLD (its binaries,
+# libraries, share files and server headers, at their own paths) in V's
+# root, with the shared libraries it needs that the root lacks (in
+# /usr/local/lib/shardid-host-pgOLD, known to the root's ld.so): the old
+# server of test/upgrade/paths.sh's pg_upgrade from OLD to V, which no
+# release of V's ships. shardid is built for it inside the root.
+root_add_host_server() {
+    local v=$1 old=$2 dir libs lib need
+    dir=$(root_dir "$v")
+    [ -x "/usr/lib/postgresql/$old/bin/postgres" ] && [ -d "/usr/include/postgresql/$old/server" ] || return 1
+    as_root rm -rf "$dir/usr/lib/postgresql/$old" "$dir/usr/share/postgresql/$old" "$dir/usr/include/postgresql/$old"
+    as_root mkdir -p "$dir/usr/lib/postgresql" "$dir/usr/share/postgresql" "$dir/usr/include/postgresql" || return 1
+    as_root cp -a "/usr/lib/postgresql/$old" "$dir/usr/lib/postgresql/" &&
+        as_root cp -a "/usr/share/postgresql/$old" "$dir/usr/share/postgresql/" &&
+        as_root cp -a "/usr/include/postgresql/$old" "$dir/usr/include/postgresql/" || return 1
+    # shardid's own files are built in the root, for this tree.
+    as_root rm -f "$dir/usr/lib/postgresql/$old/lib"/shardid* "$dir/usr/share/postgresql/$old/extension"/shardid*
+    libs=$dir/usr/local/lib/shardid-host-pg$old
+    as_root mkdir -p "$libs" || return 1
+    # What the old binaries need and the root has not, and what those need.
+    for _ in 1 2 3; do
+        need=$( (for f in "$dir/usr/lib/postgresql/$old/bin"/* "$libs"/*; do
+                    [ -f "$f" ] && as_root chroot "$dir" ldd "${f#"$dir"}" 2>/dev/null
+                 done) | awk '/=> not found/ { print $1 }' | sort -u)
+        [ -z "$need" ] && break
+        for lib in $need; do
+            lib=$(ldconfig -p | awk -v l="$lib" '$1 == l && /x86-64/ { print $NF; exit }')
+            [ -n "$lib" ] && as_root cp -L "$lib" "$libs/" || return 1
+        done
+    done
+    echo "/usr/local/lib/shardid-host-pg$old" | as_root tee "$dir/etc/ld.so.conf.d/shardid-host-pg$old.conf" >/dev/null
+    as_root chroot "$dir" ldconfig
+}

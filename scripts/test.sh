@@ -130,6 +130,9 @@ root_prepare() {
     local v=$1
     root_ensure "$v" || return 1
     root_copy_source "$v" || return 1
+    # 17's root gets this machine's PostgreSQL 15, the old server of its
+    # pg_upgrade suite (test/upgrade/paths.sh).
+    [ "$v" = 17 ] && { root_add_host_server 17 "$PG_MAJOR" || return 1; }
     if citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && citus_source "$(citus_version_for "$v")" >/dev/null 2>&1; then
         citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root"
     fi
@@ -152,7 +155,7 @@ root_version() {
     ( flock 9; root_suites "$v" "$shift" package ) 9>"$lanes/package.lock"
     [ "$v" = "$PG_MAJOR" ] && return
     suites="integration tap"
-    [ "$v" = 17 ] && suites+=" partman"
+    [ "$v" = 17 ] && suites+=" partman upgrade"
     # Citus' suite where a Citus release supports the version (17 and 18:
     # Citus 14), listed as skipped where none does (19).
     if citus_supports "$v"; then

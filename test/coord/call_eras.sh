@@ -104,6 +104,10 @@ if want 1; then
     pg_dump -h "$d" -p "${port_of[l]}" -U postgres -d postgres >"$work/dump.sql" 2>"$work/dump.err" ||
         fail "pg_dump failed: $(head -2 "$work/dump.err")"
     q r -v ON_ERROR_STOP=0 -f "$work/dump.sql" >/dev/null 2>&1
+    # The restored database names l's history: r adopts l's state, taken
+    # after the dump (docs/install.md, "Upgrading PostgreSQL").
+    q r -v state="$(q l -c "SELECT shardid_export_state()")" -c "SELECT shardid_adopt_state(:'state')" >/dev/null 2>"$work/r.err" ||
+        fail "r adopts l's state: $(head -1 "$work/r.err")"
     for k in 1 6; do
         q r -c "SET shardid.call_number_key = 'k$k'" \
             -c "INSERT INTO c SELECT next_call_number(), $k FROM generate_series(1, 20000)" >/dev/null 2>"$work/r.err" ||

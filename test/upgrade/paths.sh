@@ -36,7 +36,7 @@ N=2000
 now_ms=$(date +%s%3N)
 offset=$(((now_ms / 86400000 + 1) * 86400000 + 300000 - now_ms))
 conf=("shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65"
-    "shardid.clock_offset_ms = $offset")
+    "shardid.clock_offset_ms = $offset" "jit = off")
 
 # make BIN DIR: a new cluster of BIN's PostgreSQL in DIR/data.
 make_cluster() {

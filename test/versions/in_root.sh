@@ -13,6 +13,10 @@
 #   partman      pg_partman 5 (where the root has it: trixie's
 #                postgresql-17-partman) managing tables partitioned by the
 #                time inside shardid's IDs
+#   upgrade      test/upgrade/paths.sh from PostgreSQL 15 (this machine's,
+#                copied into the 17 root by scripts/roots.sh, with shardid
+#                built for it here) to the root's version, against the
+#                installed package
 #   citus        test/citus/citus.sh with Citus built in the root from the
 #                vendored source at $SHARDID_VENDOR (17 and 18: Citus 14.0.1)
 #
@@ -290,6 +294,26 @@ SQL
     record "$name" "$ok" "$bad"
 }
 
+# test/upgrade/paths.sh from 15 (root_add_host_server: in /usr/lib/postgresql/15)
+# to this root's version: shardid built for 15 from a copy of the tree.
+upgrade_suite() {
+    local out rc old=/usr/lib/postgresql/15/bin
+    if [ ! -x "$old/pg_config" ]; then
+        broken "upgrade ($PGV, 15 to $PG_MAJOR)" "the root has no PostgreSQL 15"
+        return
+    fi
+    rm -rf "$work/pg15-build" && cp -a . "$work/pg15-build" && rm -rf "$work/pg15-build/build" &&
+        make -s -C "$work/pg15-build" -j2 PG_CONFIG="$old/pg_config" >"$work/pg15-build.log" 2>&1 &&
+        make -s -C "$work/pg15-build" PG_CONFIG="$old/pg_config" install >>"$work/pg15-build.log" 2>&1 || {
+        tail -20 "$work/pg15-build.log"
+        broken "upgrade ($PGV, 15 to $PG_MAJOR)" "shardid did not build for PostgreSQL 15 in the root"
+        return
+    }
+    out=$(OLD_BIN=$old NEW_BIN=$(dirname "$PG_CONFIG") bash test/upgrade/paths.sh 2>&1)
+    rc=$?
+    record_script "upgrade ($PGV, 15 to $PG_MAJOR)" "$out" "$rc"
+}
+
 # test/citus/citus.sh against the installed package, with Citus built in
 # this root from the vendored source (scripts/citus.sh: cached in the root).
 citus_suite() {
@@ -304,6 +328,7 @@ if [[ $suites == *" integration "* ]]; then
     if [ -z "$(shardid_files)" ]; then broken "integration ($PGV)" "shardid is not installed"; else run_integration; fi
 fi
 [[ $suites == *" partman "* ]] && partman_suite
+[[ $suites == *" upgrade "* ]] && upgrade_suite
 if [[ $suites == *" citus "* ]]; then
     if [ -z "$(shardid_files)" ]; then broken "citus ($PGV)" "shardid is not installed"; else citus_suite; fi
 fi

@@ -176,6 +176,7 @@ void confirm_history(FunctionCallInfo fcinfo)
     if (checked && checked_version == shared->histories_version.load(std::memory_order_acquire))
         return;
     attach_if_needed();
+    raise_if_corrupt();  // an unreadable state file says so first: it holds no history either
     if (!callback_registered) {
         CacheRegisterRelcacheCallback(lineage_changed, (Datum)0);
         callback_registered = true;
