@@ -106,7 +106,8 @@ if want 1; then
     q r -v ON_ERROR_STOP=0 -f "$work/dump.sql" >/dev/null 2>&1
     # The restored database names l's history: r adopts l's state, taken
     # after the dump (docs/install.md, "Upgrading PostgreSQL").
-    q r -v state="$(q l -c "SELECT shardid_export_state()")" -c "SELECT shardid_adopt_state(:'state')" >/dev/null 2>"$work/r.err" ||
+    echo "SELECT shardid_adopt_state(:'state')" |
+        q r -v state="$(q l -c "SELECT shardid_export_state()")" >/dev/null 2>"$work/r.err" ||
         fail "r adopts l's state: $(head -1 "$work/r.err")"
     for k in 1 6; do
         q r -c "SET shardid.call_number_key = 'k$k'" \

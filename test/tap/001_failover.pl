@@ -191,7 +191,7 @@ $p->safe_psql('postgres', 'SELECT pg_sleep(1.2); INSERT INTO t (v) SELECT g FROM
 like($p->safe_psql('postgres', qq{
 SELECT resource_manager || '/' || record_type || ': ' || description FROM pg_get_wal_records_info('$start', pg_current_wal_lsn())
 WHERE resource_manager = 'shardid' LIMIT 1}),
-	qr{^shardid/NODE_STATE: high-water mark \d+ \(Unix ms\); retired marks end by -?\d+; generator id floor -?\d+; run id floor -?\d+; \d+ layout marks},
+	qr{^shardid/NODE_STATE: high-water mark \d+ \(Unix ms\); retired marks end by -?\d+; generator id floor -?\d+; run id floor -?\d+; history \d+; history began \d+ \(Unix ms\); awaits its predecessor's state [01]; \d+ layout marks},
 	'pg_walinspect describes the node-state records');
 $p->stop;
 $s->stop;
