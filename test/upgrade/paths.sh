@@ -230,7 +230,15 @@ for path in copy link dump; do
            q "$new" "$new_port" db1 -v VERBOSITY=verbose -c "SET ROLE someone" \
              -c "SELECT shardid_adopt_state(pg_read_file('$old/data/shardid.hwm'))" 2>&1 |
              grep -oE 'ERROR:  [0-9A-Z]{5}' | head -1 | cut -c9-)"
-    adopt "$path" "$new" "$new_port" "$old"
+    if [ "$path" = dump ]; then
+        # As the docs' shell line does: the file through a psql variable
+        # (which loses its last newline).
+        out=$(echo "SELECT shardid_adopt_state(:'state')" |
+            q "$new" "$new_port" db1 -v state="$(as_pg cat "$old/data/shardid.hwm")" 2>&1) ||
+            fail "$path: shardid_adopt_state() through a psql variable failed: $out"
+    else
+        adopt "$path" "$new" "$new_port" "$old"
+    fi
     check "$path: after the adoption, the node continues the old history" \
         "f 0 $old_history" \
         "$(q "$new" "$new_port" db1 -c "SELECT awaiting_adoption, cardinality(unknown_here), adopted[1] FROM shardid_node_history()" |

@@ -124,9 +124,16 @@ extern "C" Datum shardid_adopt_state(PG_FUNCTION_ARGS)
     refuse_on_standby();
     attach_if_needed();
     raise_if_corrupt();
+    // The file's text, or the same without its last newline (what $(cat
+    // FILE) and psql's variables make of it).
     text* t = PG_GETARG_TEXT_PP(0);
+    StringInfoData in;
+    initStringInfo(&in);
+    appendBinaryStringInfo(&in, VARDATA_ANY(t), int(VARSIZE_ANY_EXHDR(t)));
+    if (in.len > 0 && in.data[in.len - 1] != '\n')
+        appendStringInfoChar(&in, '\n');
     NodeState from;
-    if (!node_state_parse_checked(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &from))
+    if (!node_state_parse_checked(in.data, size_t(in.len), &from))
         ereport(ERROR,
                 (errcode(ERRCODE_INVALID_TEXT_REPRESENTATION), errmsg("the text given is not a shardid node state"),
                  errdetail("A node state is what shardid.hwm holds, or what shardid_export_state() returns, "
