@@ -157,7 +157,7 @@ restore_case() {  # SECTION NAME HOW...
         "shardid.etcd_endpoints = '$ETCD_URLS'" "shardid.etcd_prefix = '$PREFIX'" "shardid.etcd_lease_ttl = 3s" \
         "shardid.etcd_wait = 20s" "shardid.launch_id = 1" "shardid.node_id = $((10 * sec + 3))" ||
         stop_suite "node c's data directory was not made"
-    wait_state a held 20 && wait_state b held 20 || stop_suite "the nodes did not claim their ids"
+    wait_state a held 60 && wait_state b held 60 || stop_suite "the nodes did not claim their ids"
     for n in a b; do
         q $n -c "SELECT create_layout('twenty', '2024-01-01', '20 seconds', 31, 10, 20)" >/dev/null
         q $n -c "CREATE TABLE m (id bigint); CREATE TABLE d (id bigint)"
@@ -248,10 +248,10 @@ if want 4; then
     # x first: the prefix's first settling is its TTL's (a node of a
     # longer TTL starting meanwhile lengthens it to its own).
     node_up x $((base + 41)) "" "shardid.node_id = 41" || stop_suite "node x did not start"
-    wait_state x held 20 || stop_suite "node x did not claim its id"
+    wait_state x held 60 || stop_suite "node x did not claim its id"
     node_up y $((base + 42)) "" "shardid.node_id = 42" "shardid.etcd_lease_ttl = 40s" "shardid.etcd_wait = 10s" ||
         stop_suite "node y did not start"
-    wait_state y held 20 || stop_suite "node y did not claim its id"
+    wait_state y held 60 || stop_suite "node y did not claim its id"
     for n in x y; do q $n -c "CREATE TABLE s (id bigint); CREATE TABLE i (id bigint)"; done
     q y -c "SELECT next_snowflake_id(5), next_instagram_id(5)" >/dev/null || stop_suite "node y did not take shard 5"
     check "node y's lease TTL is recorded in etcd's history" "40000" \
@@ -306,7 +306,7 @@ if want 5; then
     TTL30=("shardid.etcd_lease_ttl = 30s" "shardid.etcd_wait = 10s")
     node_up p $((base + 51)) "" "shardid.node_id = 51" "${TTL30[@]}" || stop_suite "node p did not start"
     node_up r $((base + 52)) "" "shardid.node_id = 52" "${TTL30[@]}" || stop_suite "node r did not start"
-    wait_state p held 20 && wait_state r held 20 || stop_suite "the nodes did not claim their ids"
+    wait_state p held 60 && wait_state r held 60 || stop_suite "the nodes did not claim their ids"
     for n in p r; do
         q $n -c "SELECT create_layout('one_s', '2024-01-01', '1 second', 36, 10, 17)" >/dev/null
         q $n -c "CREATE TABLE t (id bigint, at timestamptz DEFAULT clock_timestamp())"
@@ -402,7 +402,7 @@ if want 6; then
     PREFIX=/rc6
     rm -f "$work"/stop-*
     node_up h $((base + 61)) "" "shardid.node_id = 61" || stop_suite "node h did not start"
-    wait_state h held 20 || stop_suite "node h did not claim its id"
+    wait_state h held 60 || stop_suite "node h did not claim its id"
     q h -c "CREATE TABLE t (id bigint, at timestamptz DEFAULT clock_timestamp())"
     q h -c "SELECT next_snowflake_id(5), next_snowflake_id()" >/dev/null || stop_suite "node h did not take shard 5"
     issue_for h 200 "next_snowflake_id(5)" t & l1=$!
@@ -440,7 +440,7 @@ if want 7; then
     PREFIX=/rc7
     node_up o $((base + 71)) "" "shardid.node_id = 71" "shardid.shards = '0-15'" || stop_suite "node o did not start"
     node_up w $((base + 72)) "" "shardid.node_id = 72" "shardid.shards = '16-31'" || stop_suite "node w did not start"
-    wait_state o held 20 && wait_state w held 20 || stop_suite "the nodes did not claim their ids"
+    wait_state o held 60 && wait_state w held 60 || stop_suite "the nodes did not claim their ids"
     q o -c "SELECT next_instagram_id(8)" >/dev/null
     # A statement writing shards 8-11 for a long time (20,000,000 IDs at
     # Instagram's 1,024 a millisecond: about 20 s).
@@ -511,7 +511,7 @@ if want 9; then
     node_up u $((base + 91)) "" "shardid.node_id = 91" || stop_suite "node u did not start"
     node_up v $((base + 92)) "" "shardid.node_id = 92" || stop_suite "node v did not start"
     ETCD_URLS=$ETCD_URLS_SAVED
-    wait_state u held 20 && wait_state v held 20 || stop_suite "the nodes did not claim their ids"
+    wait_state u held 60 && wait_state v held 60 || stop_suite "the nodes did not claim their ids"
     for n in u v; do q $n -c "CREATE TABLE s (id bigint); CREATE TABLE d (id bigint)"; done
     q u -c "SELECT next_snowflake_id(3)" >/dev/null || stop_suite "node u did not take shard 3"
     issue_for u 200 "next_snowflake_id(3)" s & l1=$!
@@ -575,7 +575,7 @@ if want 10; then
     node_up a $((base + 101)) "" "shardid.node_id = 101" "shardid.clock_offset_ms = -30000" \
         "shardid.max_clock_lead = 120s" || stop_suite "node a did not start"
     node_up b $((base + 102)) "" "shardid.node_id = 102" || stop_suite "node b did not start"
-    wait_state a held 20 && wait_state b held 20 || stop_suite "the nodes did not claim their ids"
+    wait_state a held 60 && wait_state b held 60 || stop_suite "the nodes did not claim their ids"
     for n in a b; do q $n -c "CREATE TABLE s (id bigint); CREATE TABLE s2 (id bigint)"; done
     q a -c "SET shardid.etcd_wait = '20s'; INSERT INTO s SELECT next_snowflake_id(5) FROM generate_series(1, 1000)" ||
         stop_suite "node a did not issue with shard 5"
