@@ -33,7 +33,7 @@ DATA = $(wildcard sql/shardid--*.sql)
 #             layout and key the tests before them made) and create it again;
 #   rules     makes permanent layouts and keys: last, so no listing of
 #             layouts or keys in another test sees them.
-REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter uuidv7 upgrade hostile catalog_edges sharding rules
+REGRESS = trace_id guc layouts bad_input counters eightbyte keys timefilter uuidv7 upgrade hostile catalog_edges sharding rules lineage
 REGRESS_CONF ?= test/regress/regress.conf
 REGRESS_OPTS = --temp-instance=tmp_check --temp-config=$(REGRESS_CONF)
 

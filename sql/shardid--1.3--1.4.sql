@@ -32,6 +32,12 @@ SELECT pg_catalog.pg_extension_config_dump('shardid_lineage', '');
 CREATE TRIGGER shardid_lineage_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_lineage
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
+-- The triggers that tell sessions to forget a cache fire whatever
+-- session_replication_role is (a logical-replication apply writes with
+-- "replica").
+ALTER TABLE shardid_lineage ENABLE ALWAYS TRIGGER shardid_lineage_changed;
+ALTER TABLE shardid_user_layout ENABLE ALWAYS TRIGGER shardid_user_layout_changed;
+ALTER TABLE shardid_key ENABLE ALWAYS TRIGGER shardid_key_ring_changed;
 INSERT INTO shardid_lineage (history) SELECT h.history FROM @extschema@.shardid_node_history() h;
 CREATE FUNCTION shardid_export_state() RETURNS text
     AS 'MODULE_PATHNAME', 'shardid_export_state'

@@ -87,6 +87,10 @@ COMMENT ON FUNCTION shardid_catalog_changed() IS
 CREATE TRIGGER shardid_user_layout_changed
     AFTER INSERT ON shardid_user_layout
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
+-- It fires whatever session_replication_role is (a logical-replication
+-- apply, or a session of a replication tool, writes with "replica"): a cache
+-- kept past a change of its source is not one of committed state.
+ALTER TABLE shardid_user_layout ENABLE ALWAYS TRIGGER shardid_user_layout_changed;
 
 CREATE FUNCTION shardid_check_layout(name text, epoch timestamptz, time_unit interval,
                                      time_bits integer, shard_bits integer, sequence_bits integer)
@@ -523,6 +527,7 @@ SELECT pg_catalog.pg_extension_config_dump('shardid_key', '');
 CREATE TRIGGER shardid_key_ring_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_key
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
+ALTER TABLE shardid_key ENABLE ALWAYS TRIGGER shardid_key_ring_changed;
 CREATE FUNCTION shardid_key_arrives() RETURNS trigger
     LANGUAGE plpgsql
     SET search_path = pg_catalog, pg_temp
@@ -1212,6 +1217,8 @@ SELECT pg_catalog.pg_extension_config_dump('shardid_lineage', '');
 CREATE TRIGGER shardid_lineage_changed
     AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON shardid_lineage
     FOR EACH STATEMENT EXECUTE FUNCTION shardid_catalog_changed();
+-- (A lineage row that logical replication brings is checked at once.)
+ALTER TABLE shardid_lineage ENABLE ALWAYS TRIGGER shardid_lineage_changed;
 INSERT INTO shardid_lineage (history) SELECT h.history FROM @extschema@.shardid_node_history() h;
 CREATE FUNCTION shardid_export_state() RETURNS text
     AS 'MODULE_PATHNAME', 'shardid_export_state'

@@ -1,169 +1,50 @@
 #!/usr/bin/env bash
 # A node's state across every way its data directory is made anew (issue
-# 71; docs/install.md, "Upgrading PostgreSQL"): pg_upgrade --copy and
-# --link, and pg_dumpall restored into a new cluster. The old server
-# (node id 7, two databases) issues IDs of an hourly and a daily layout,
-# DecimalIds in both databases, call numbers, UUIDv7 and TraceIds; then, for
-# each path:
+# 71; docs/install.md, "Upgrading PostgreSQL"): pg_upgrade --copy, --link
+# and --clone, pg_dumpall restored into a new cluster, and a migration by
+# logical replication. The old server (two databases) issues IDs of an
+# hourly and a daily layout, DecimalIds in both databases, call numbers,
+# UUIDv7 and TraceIds (test/upgrade/lib.sh); then, for each path:
 #   - the new server issues nothing until the old server's node state is
 #     adopted (55000 from every scheme, in both databases), and
 #     shardid_node_history() says why;
 #   - after shardid_adopt_state() with the old data directory's
-#     shardid.hwm, no scheme issues an ID the old server issued (in either
-#     database: DecimalIds of one database against the other's), and the
-#     time-ordered ones sort above the old ones, in the same hour and day;
+#     shardid.hwm (or, from a running old server, its
+#     shardid_export_state()), no scheme issues an ID the old server issued
+#     (in either database: DecimalIds of one database against the other's),
+#     and the time-ordered ones sort above the old ones, in the same hour
+#     and day;
 #   - a standby of the upgraded server, promoted, issues nothing that
 #     either server issued: made with pg_basebackup after the adoption
 #     (--link), or copied before the upgraded server started, as rsync
 #     after pg_upgrade makes it, which replays the adoption (--copy).
+# --clone needs a file system with reflinks: the suite makes one (XFS on a
+# loop device, as root); where it cannot, it says so on a SKIP line and
+# runs the other paths.
 # OLD_BIN and NEW_BIN (default: this machine's PostgreSQL) name the two
 # servers' binaries: test/versions/in_root.sh runs it from 15 to 17.
+# UPGRADE_SOURCE=etcd: node ids from etcd (test/upgrade/etcd.sh).
+# UPGRADE_PATHS: the paths to take (default: all of them).
 # Prints PASS/FAIL lines. Run from the repository root.
 set -u
 . scripts/lib.sh
+. test/upgrade/lib.sh
 
-OLD_BIN=${OLD_BIN:-$PG_BIN}
-NEW_BIN=${NEW_BIN:-$PG_BIN}
 old_port=$(test_port 15700)
 new_port=$(test_port 15701)
 standby_port=$(test_port 15702)
-work=$(pg_tmpdir)
-trap 'for d in "$work"/*/; do [ -f "$d/data/postmaster.pid" ] && as_pg "$NEW_BIN/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1; [ -f "$d/data/postmaster.pid" ] && as_pg "$OLD_BIN/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1; done; rm -rf "$work"' EXIT
-N=2000
-# Every server's clock five minutes into the next UTC day (and hour), the
-# same offset for all: the old server's IDs and the new one's fall in the
-# same hourly and daily tick, however long the run takes (under 55 minutes).
-now_ms=$(date +%s%3N)
-offset=$(((now_ms / 86400000 + 1) * 86400000 + 300000 - now_ms))
-conf=("shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65"
-    "shardid.clock_offset_ms = $offset" "jit = off")
-
-# make BIN DIR: a new cluster of BIN's PostgreSQL in DIR/data.
-make_cluster() {
-    PG_BIN=$1 cluster_init "$2" "${conf[@]}"
-}
-start() { PG_BIN=$1 cluster_start "$2" "$3"; }
-stop() { PG_BIN=$1 cluster_stop "$2" fast; }
-# q DIR PORT DB ARGS...: psql on that server and database.
-q() {
-    local d=$1 p=$2 db=$3
-    shift 3
-    psql -X -q -v ON_ERROR_STOP=1 -h "$d" -p "$p" -U postgres -d "$db" -At "$@"
-}
-# sqlstate DIR PORT DB SQL: the SQLSTATE it fails with, or "ok".
-sqlstate() {
-    local out
-    out=$(q "$1" "$2" "$3" -v VERBOSITY=verbose -c "$4" 2>&1) && { echo ok; return; }
-    grep -oE 'ERROR:  [0-9A-Z]{5}' <<<"$out" | head -1 | cut -c9-
-}
-
-# The old server's life: every scheme, both databases. db2's DecimalIds
-# take the generator id after db1's, so that a node that lost its record of
-# them gives db1 the one db2 used.
-old_life() {
-    local d=$1 p=$2
-    q "$d" "$p" postgres -c "CREATE DATABASE db1" -c "CREATE DATABASE db2" >/dev/null
-    q "$d" "$p" db1 >/dev/null <<SQL
-CREATE EXTENSION shardid;
-SELECT create_layout('hourly', '2024-01-01', '1 hour', 20, 8, 20);
-SELECT create_layout('daily', '2024-01-01', '1 day', 16, 8, 24);
-CREATE TABLE hourly_ids (id bigint PRIMARY KEY DEFAULT next_id('hourly', 3));
-CREATE TABLE daily_ids (id bigint PRIMARY KEY DEFAULT next_id('daily', 3));
-CREATE TABLE decimal_ids (id bigint PRIMARY KEY DEFAULT next_decimal_id());
-CREATE TABLE call_numbers (id text PRIMARY KEY DEFAULT next_call_number());
-CREATE TABLE uuids (id uuid PRIMARY KEY DEFAULT next_uuidv7());
-CREATE TABLE trace_ids (id bigint PRIMARY KEY DEFAULT next_trace_id());
-INSERT INTO hourly_ids SELECT FROM generate_series(1, $N);
-INSERT INTO daily_ids SELECT FROM generate_series(1, $N);
-INSERT INTO decimal_ids SELECT FROM generate_series(1, $N);
-INSERT INTO call_numbers SELECT FROM generate_series(1, $N);
-INSERT INTO uuids SELECT FROM generate_series(1, $N);
-INSERT INTO trace_ids SELECT FROM generate_series(1, $N);
-SQL
-    q "$d" "$p" db2 >/dev/null <<SQL
-CREATE EXTENSION shardid;
-CREATE TABLE decimal_ids (id bigint PRIMARY KEY DEFAULT next_decimal_id());
-INSERT INTO decimal_ids SELECT FROM generate_series(1, $N);
-SQL
-}
-
-# refused NAME DIR PORT: every scheme refuses with 55000 in both databases.
-refused() {
-    local name=$1 d=$2 p=$3 got=""
-    for sql in "SELECT next_id('hourly', 3)" "SELECT next_id('daily', 3)" "SELECT next_decimal_id()" \
-        "SELECT next_call_number()" "SELECT next_uuidv7()" "SELECT next_trace_id()" "SELECT next_snowflake_id()"; do
-        got+="$(sqlstate "$d" "$p" db1 "$sql") "
-    done
-    got+="$(sqlstate "$d" "$p" db2 "SELECT next_decimal_id()")"
-    check "$name: every scheme refuses (55000) until the old state is adopted" \
-        "55000 55000 55000 55000 55000 55000 55000 55000" "$got"
-}
-
-# fresh NAME DIR PORT TAG: N new IDs of every scheme on that server (tables
-# new_*_TAG), none equal to any ID issued before it (old tables, every new_*
-# table of the servers before), the time-ordered ones above the old ones.
-fresh() {
-    local name=$1 d=$2 p=$3 tag=$4 out
-    out=$(q "$d" "$p" db1 <<SQL
-CREATE TABLE new_hourly_$tag AS SELECT next_id('hourly', 3) AS id FROM generate_series(1, $N);
-CREATE TABLE new_daily_$tag AS SELECT next_id('daily', 3) AS id FROM generate_series(1, $N);
-CREATE TABLE new_decimal_$tag AS SELECT next_decimal_id() AS id FROM generate_series(1, $N);
-CREATE TABLE new_calls_$tag AS SELECT next_call_number() AS id FROM generate_series(1, $N);
-CREATE TABLE new_uuids_$tag AS SELECT next_uuidv7() AS id FROM generate_series(1, $N);
-CREATE TABLE new_trace_$tag AS SELECT next_trace_id() AS id FROM generate_series(1, $N);
-SELECT concat_ws(' ',
-    (SELECT count(*) FROM new_hourly_$tag WHERE id IN (SELECT id FROM hourly_ids)),
-    (SELECT count(*) FROM new_daily_$tag WHERE id IN (SELECT id FROM daily_ids)),
-    (SELECT count(*) FROM new_decimal_$tag WHERE id IN (SELECT id FROM decimal_ids)),
-    (SELECT count(*) FROM new_calls_$tag WHERE id IN (SELECT id FROM call_numbers)),
-    (SELECT count(*) FROM new_uuids_$tag WHERE id IN (SELECT id FROM uuids)),
-    (SELECT count(*) FROM new_trace_$tag WHERE id IN (SELECT id FROM trace_ids)));
-SELECT concat_ws(' ',
-    (SELECT min(id) FROM new_hourly_$tag) > (SELECT max(id) FROM hourly_ids),
-    (SELECT min(id) FROM new_daily_$tag) > (SELECT max(id) FROM daily_ids),
-    (SELECT id FROM new_uuids_$tag ORDER BY id LIMIT 1) > (SELECT id FROM uuids ORDER BY id DESC LIMIT 1),
-    (SELECT min(id) FROM new_trace_$tag) > (SELECT max(id) FROM trace_ids),
-    (SELECT (id_decode('hourly', min(id))).created_at = (id_decode('hourly', (SELECT max(id) FROM hourly_ids))).created_at
-       FROM new_hourly_$tag));
-SQL
-) || out="the new IDs could not be made"
-    check "$name: no ID of db1 equals one issued before (hourly daily decimal call uuidv7 trace)" \
-        "0 0 0 0 0 0" "$(sed -n 1p <<<"$out")"
-    check "$name: the time-ordered IDs sort above the old ones, the hourly ones in the old IDs' hour" \
-        "t t t t t" "$(sed -n 2p <<<"$out")"
-    # DecimalIds across databases: db1's new ones against db2's old ones,
-    # and db2's new ones against db1's.
-    q "$d" "$p" db2 -c "CREATE TABLE new_decimal_$tag AS SELECT next_decimal_id() AS id FROM generate_series(1, $N)" \
-        >/dev/null 2>&1
-    local all_old all_new
-    all_old=$( (q "$d" "$p" db1 -c "SELECT id FROM decimal_ids"; q "$d" "$p" db2 -c "SELECT id FROM decimal_ids") | sort)
-    all_new=$( (q "$d" "$p" db1 -c "SELECT id FROM new_decimal_$tag"; q "$d" "$p" db2 -c "SELECT id FROM new_decimal_$tag") |
-        sort)
-    check "$name: DecimalIds: none of either database's new ones was issued before in either" \
-        "$((2 * N)) 0" "$(wc -l <<<"$all_new" | tr -d ' ') $(comm -12 <(echo "$all_old") <(echo "$all_new") | wc -l)"
-}
-
-# adopt NAME DIR PORT OLD_DIR: adopts the old data directory's state (the
-# checks after a failure still run: they show what the server issues then).
-adopt() {
-    local out
-    out=$(q "$2" "$3" db1 -c "SELECT shardid_adopt_state(pg_read_file('$4/data/shardid.hwm'))" 2>&1) ||
-        fail "$1: shardid_adopt_state() failed: $out"
-}
-
-history_of() { q "$1" "$2" db1 -c "SELECT history, awaiting_adoption, cardinality(unknown_here) FROM shardid_node_history()"; }
+upgrade_setup
+[ "$UPGRADE_SOURCE" = etcd ] && upgrade_etcd "$(test_port 15703)" "$(test_port 15704)"
 
 # promoted NAME STANDBY_DIR PRIMARY_DIR: the standby (running on
 # $standby_port) has replayed everything the primary wrote, the primary
 # stops, the standby is promoted: it issues no ID the old server or the
 # primary issued (the primary's new IDs are in tables new_*_$path).
 promoted() {
-    local name=$1 sb=$2 primary=$3 lsn i
+    local name=$1 sb=$2 primary=$3 lsn
     lsn=$(q "$primary" "$new_port" postgres -c "SELECT pg_current_wal_lsn()")
-    for ((i = 0; i < 600; i++)); do
-        [ "$(q "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'" 2>/dev/null)" = t ] && break
-        sleep 0.1
-    done
+    until_true "the standby replays $lsn" \
+        eval "[ \"\$(q '$sb' '$standby_port' postgres -c \"SELECT pg_last_wal_replay_lsn() >= '$lsn'\")\" = t ]"
     check "$name: the standby replayed the upgraded server's WAL" t \
         "$(q "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")"
     stop "$NEW_BIN" "$primary"
@@ -175,32 +56,101 @@ promoted() {
     stop "$NEW_BIN" "$sb"
 }
 
+# reflink_dir: a directory on a file system with reflinks (XFS on a loop
+# device, under $work), for pg_upgrade --clone; prints why not, and fails,
+# where it cannot be made.
+reflink_dir() {
+    local img=$work/xfs.img mnt=$work/xfs
+    [ "$(id -u)" = 0 ] || { echo "mounting a file system needs root"; return 1; }
+    command -v mkfs.xfs >/dev/null || { echo "no mkfs.xfs (xfsprogs)"; return 1; }
+    truncate -s 600M "$img" && mkfs.xfs -q -m reflink=1 "$img" >/dev/null 2>&1 ||
+        { echo "mkfs.xfs failed"; return 1; }
+    mkdir -p "$mnt" && mount -o loop "$img" "$mnt" 2>/dev/null || { echo "a loop device could not be mounted here"; return 1; }
+    chown postgres: "$mnt" && chmod 755 "$mnt"
+}
+
+# logical_copy OLD NEW: the new server takes the old one's databases as
+# docs/install.md says for a migration by logical replication: each
+# database's schema (pg_dump --schema-only) and shardid's own tables (its
+# layouts, keys and shardid_lineage: pg_dump --data-only --table), then a
+# subscription to the application's tables, until their rows are copied.
+logical_copy() {
+    local old=$1 new=$2 db tables
+    for db in db1 db2; do
+        q "$new" "$new_port" postgres -c "CREATE DATABASE $db" >/dev/null || return 1
+        as_pg "$NEW_BIN/pg_dump" -h "$old" -p "$old_port" -U postgres --schema-only -d "$db" -f "$work/schema_$db.sql" &&
+            q "$new" "$new_port" "$db" -f "$work/schema_$db.sql" >/dev/null 2>"$work/schema_$db.log" || return 1
+        as_pg "$NEW_BIN/pg_dump" -h "$old" -p "$old_port" -U postgres --data-only --table='public.shardid_*' \
+            -d "$db" -f "$work/shardid_$db.sql" &&
+            q "$new" "$new_port" "$db" -f "$work/shardid_$db.sql" >/dev/null 2>"$work/shardid_$db.log" || return 1
+        tables=$(q "$old" "$old_port" "$db" -c "SELECT string_agg(quote_ident(relname), ', ') FROM pg_class
+            WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND relname NOT LIKE 'shardid%'")
+        q "$old" "$old_port" "$db" -c "CREATE PUBLICATION move FOR TABLE $tables" >/dev/null || return 1
+        q "$new" "$new_port" "$db" -c "CREATE SUBSCRIPTION move_$db CONNECTION 'host=$old port=$old_port user=postgres dbname=$db'
+            PUBLICATION move" >/dev/null 2>"$work/sub_$db.log" || return 1
+    done
+    for db in db1 db2; do
+        until_true "the subscription of $db copied every table" \
+            eval "[ \"\$(q '$new' '$new_port' '$db' -c \"SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'\")\" = 0 ]" ||
+            return 1
+    done
+}
+
 # --- each path from the same old server's life --------------------------------
-for path in copy link dump; do
+for path in ${UPGRADE_PATHS:-copy link clone dump logical}; do
     old=$work/old_$path new=$work/new_$path
+    if [ "$path" = clone ]; then
+        if ! why=$(reflink_dir); then
+            echo "SKIP pg_upgrade --clone: $why"
+            continue
+        fi
+        old=$work/xfs/old new=$work/xfs/new
+    fi
     mkdir -p "$old" "$new" && chown postgres: "$old" "$new" 2>/dev/null
-    make_cluster "$OLD_BIN" "$old" || stop_suite "$path: the old cluster could not be made"
+    # Under etcd, a dump or a logical copy goes to a new server whose etcd
+    # forgot everything (another prefix): only the adopted state bounds what
+    # the old server issued.
+    PREFIX=/$path make_cluster "$OLD_BIN" "$old" "wal_level = logical" ||
+        stop_suite "$path: the old cluster could not be made"
     start "$OLD_BIN" "$old" "$old_port" || stop_suite "$path: the old server did not start"
     old_life "$old" "$old_port" || stop_suite "$path: the old server's IDs could not be made"
     old_history=$(q "$old" "$old_port" db1 -c "SELECT history FROM shardid_node_history()")
     [ "$path" = dump ] && { as_pg "$OLD_BIN/pg_dumpall" -h "$old" -p "$old_port" -U postgres -f "$work/dump.sql" ||
         stop_suite "$path: pg_dumpall failed"; }
-    stop "$OLD_BIN" "$old"
-    make_cluster "$NEW_BIN" "$new" || stop_suite "$path: the new cluster could not be made"
-    if [ "$path" = dump ]; then
+    [ "$path" != logical ] && stop "$OLD_BIN" "$old"
+    new_prefix=/$path
+    case $path in dump | logical) new_prefix=/${path}_new ;; esac
+    # A new server under the old server's prefix (pg_upgrade) starts with
+    # its clock where the old one's ended.
+    clock=()
+    [ "$new_prefix" = "/$path" ] && clock=("shardid.clock_offset_ms = $offset")
+    PREFIX=$new_prefix make_cluster "$NEW_BIN" "$new" "${clock[@]}" ||
+        stop_suite "$path: the new cluster could not be made"
+    if [ "$path" = dump ] || [ "$path" = logical ]; then
         start "$NEW_BIN" "$new" "$new_port" || stop_suite "$path: the new server did not start"
-        psql -X -q -h "$new" -p "$new_port" -U postgres -d postgres -f "$work/dump.sql" >"$work/restore.log" 2>&1
-        check "$path: the dump restores without an error" 0 \
-            "$(grep 'ERROR' "$work/restore.log" | grep -vc 'role "postgres" already exists')"
+        if [ "$path" = dump ]; then
+            psql -X -q -h "$new" -p "$new_port" -U postgres -d postgres -f "$work/dump.sql" >"$work/restore.log" 2>&1
+            check "$path: the dump restores without an error" 0 \
+                "$(grep 'ERROR' "$work/restore.log" | grep -vc 'role "postgres" already exists')"
+            settle_clock "$new" "$new_port" || stop_suite "$path: the new server's clock"
+        else
+            logical_copy "$old" "$new" || stop_suite "$path: the logical copy failed: $(cat "$work"/*_db*.log | head -5)"
+            settle_clock "$new" "$new_port" || stop_suite "$path: the new server's clock"
+            check "$path: the subscriber has every row of the application's tables" "$N $N $N" \
+                "$(q "$new" "$new_port" db1 -c "SELECT concat_ws(' ', (SELECT count(*) FROM hourly_ids),
+                    (SELECT count(*) FROM decimal_ids), (SELECT count(*) FROM call_numbers))")"
+            # The cut-over: no more writes on the old server (it keeps
+            # running: its state is taken from shardid_export_state()).
+            for db in db1 db2; do
+                q "$new" "$new_port" "$db" -c "SET client_min_messages = warning" -c "ALTER SUBSCRIPTION move_$db DISABLE" \
+                    -c "DROP SUBSCRIPTION move_$db" >/dev/null
+            done
+        fi
         check "$path: shardid_node_history() names the old server's history as not continued here" \
             "f 1" "$(history_of "$new" "$new_port" | cut -d'|' -f2,3 | tr '|' ' ')"
     else
-        # --copy is the default; PostgreSQL 15's pg_upgrade has no option for it.
-        mode=(--$path)
-        [ "$path" = copy ] && ! "$NEW_BIN/pg_upgrade" --help | grep -q -- --copy && mode=()
-        (cd "$work" && as_pg "$NEW_BIN/pg_upgrade" -b "$OLD_BIN" -B "$NEW_BIN" -d "$old/data" -D "$new/data" \
-            -p "$old_port" -P "$new_port" -s "$work" "${mode[@]}" >"$work/upgrade.log" 2>&1) ||
-            stop_suite "pg_upgrade --$path failed: $(tail -5 "$work/upgrade.log" | tr '\n' ' ')"
+        run_pg_upgrade "$path" "$old" "$new" "$old_port" "$new_port" >"$work/upgrade.why" ||
+            stop_suite "pg_upgrade --$path failed: $(cat "$work/upgrade.why")"
         # The copy path's standby: the upgraded directory copied before the
         # server starts (what rsync after pg_upgrade makes), a standby of it.
         if [ "$path" = copy ]; then
@@ -211,6 +161,7 @@ for path in copy link dump; do
                 as_pg tee -a "$sb/data/postgresql.conf" >/dev/null || stop_suite "$path: the standby could not be copied"
         fi
         start "$NEW_BIN" "$new" "$new_port" || stop_suite "$path: the upgraded server did not start"
+        settle_clock "$new" "$new_port" || stop_suite "$path: the upgraded server's clock"
         [ "$path" = copy ] && { start "$NEW_BIN" "$work/standby_copy" "$standby_port" ||
             stop_suite "$path: the copied standby did not start"; }
         check "$path: shardid_node_history() says the upgraded server awaits the old one's state" \
@@ -220,7 +171,8 @@ for path in copy link dump; do
         start "$NEW_BIN" "$new" "$new_port" || stop_suite "$path: the upgraded server did not restart"
     fi
     refused "$path" "$new" "$new_port"
-    [ "$path" != dump ] && check "$path: the upgraded server's own state, which awaits adoption, is refused (22023)" \
+    [ "$path" != dump ] && [ "$path" != logical ] &&
+        check "$path: the upgraded server's own state, which awaits adoption, is refused (22023)" \
         22023 "$(sqlstate "$new" "$new_port" db1 "SELECT shardid_adopt_state(pg_read_file('$new/data/shardid.hwm'))")"
     # Adopting the new server's own state, or a malformed one, ends nothing.
     check "$path: a text that is not a node state is refused (22P02)" 22P02 \
@@ -230,15 +182,24 @@ for path in copy link dump; do
            q "$new" "$new_port" db1 -v VERBOSITY=verbose -c "SET ROLE someone" \
              -c "SELECT shardid_adopt_state(pg_read_file('$old/data/shardid.hwm'))" 2>&1 |
              grep -oE 'ERROR:  [0-9A-Z]{5}' | head -1 | cut -c9-)"
-    if [ "$path" = dump ]; then
+    case $path in
+    dump)
         # As the docs' shell line does: the file through a psql variable
         # (which loses its last newline).
         out=$(echo "SELECT shardid_adopt_state(:'state')" |
             q "$new" "$new_port" db1 -v state="$(as_pg cat "$old/data/shardid.hwm")" 2>&1) ||
             fail "$path: shardid_adopt_state() through a psql variable failed: $out"
-    else
-        adopt "$path" "$new" "$new_port" "$old"
-    fi
+        ;;
+    logical)
+        # From the running old server, as the docs say: its export covers
+        # every ID it issued so far; then it stops (its IDs are over).
+        out=$(echo "SELECT shardid_adopt_state(:'state')" |
+            q "$new" "$new_port" db1 -v state="$(q "$old" "$old_port" db1 -c "SELECT shardid_export_state()")" 2>&1) ||
+            fail "$path: shardid_adopt_state() of the old server's export failed: $out"
+        stop "$OLD_BIN" "$old"
+        ;;
+    *) adopt "$path" "$new" "$new_port" "$old" ;;
+    esac
     check "$path: after the adoption, the node continues the old history" \
         "f 0 $old_history" \
         "$(q "$new" "$new_port" db1 -c "SELECT awaiting_adoption, cardinality(unknown_here), adopted[1] FROM shardid_node_history()" |

@@ -13,10 +13,11 @@
 #   partman      pg_partman 5 (where the root has it: trixie's
 #                postgresql-17-partman) managing tables partitioned by the
 #                time inside shardid's IDs
-#   upgrade      test/upgrade/paths.sh from PostgreSQL 15 (this machine's,
-#                copied into the 17 root by scripts/roots.sh, with shardid
-#                built for it here) to the root's version, against the
-#                installed package
+#   upgrade      test/upgrade/paths.sh and test/upgrade/cluster.sh
+#                (pg_upgradecluster, with the package's hook) from
+#                PostgreSQL 15 (this machine's, copied into the 17 root by
+#                scripts/roots.sh, with shardid built for it here) to the
+#                root's version, against the installed package
 #   citus        test/citus/citus.sh with Citus built in the root from the
 #                vendored source at $SHARDID_VENDOR (17 and 18: Citus 14.0.1)
 #
@@ -312,6 +313,10 @@ upgrade_suite() {
     out=$(OLD_BIN=$old NEW_BIN=$(dirname "$PG_CONFIG") bash test/upgrade/paths.sh 2>&1)
     rc=$?
     record_script "upgrade ($PGV, 15 to $PG_MAJOR)" "$out" "$rc"
+    # Debian's pg_upgradecluster with the installed package's hook.
+    out=$(OLD_VERSION=15 NEW_VERSION=$PG_MAJOR bash test/upgrade/cluster.sh 2>&1)
+    rc=$?
+    record_script "upgrade ($PGV, pg_upgradecluster 15 to $PG_MAJOR)" "$out" "$rc"
 }
 
 # test/citus/citus.sh against the installed package, with Citus built in

@@ -22,6 +22,7 @@
 // names, never under the old one.
 #include "pg/citus/citus.hpp"
 #include "pg/source/shard_claims.hpp"
+#include "pg/base/invalidation.hpp"
 
 #include <cerrno>
 #include <cstdlib>
@@ -96,7 +97,7 @@ bool n_groups_stale = false;  // read from uncommitted rows: read again
 // against the metadata before one is confirmed again after it.
 uint64 metadata_changes = 0;
 
-void forget_group(Datum, Oid relid)
+void forget_group(Oid relid)
 {
     if (relid == InvalidOid || relid == local_group_relid || relid == dist_node_relid) {
         metadata_changes++;
@@ -133,7 +134,7 @@ void forget_relids(Datum, SyscacheId, uint32) { relids_known = false; }
 void watch_metadata()
 {
     if (!callback_registered) {
-        CacheRegisterRelcacheCallback(forget_group, (Datum)0);
+        on_relation_change(forget_group);
         CacheRegisterSyscacheCallback(RELNAMENSP, forget_relids, (Datum)0);
         callback_registered = true;
     }

@@ -4,6 +4,7 @@
 // call-number shuffle's key.
 #include <cstring>
 
+#include "pg/base/invalidation.hpp"
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -79,7 +80,7 @@ bool callback_registered = false;
 // invalidation on every change; this backend applies it at once and again
 // if the change rolls back, others when it commits: the cache holds only
 // committed keys.
-void forget_keys(Datum, Oid relid)
+void forget_keys(Oid relid)
 {
     if (relid == InvalidOid || relid == key_ring) {
         n_keys = 0;
@@ -394,7 +395,7 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
             return;
         }
     if (!callback_registered) {
-        CacheRegisterRelcacheCallback(forget_keys, (Datum)0);
+        on_relation_change(forget_keys);
         callback_registered = true;
     }
     if (len > max_name_len || !load_key(get_func_namespace(fcinfo->flinfo->fn_oid), name, len, secret))

@@ -2,6 +2,7 @@
 #include <iterator>
 
 #include "pg/generate/layouts.hpp"
+#include "pg/base/invalidation.hpp"
 
 extern "C" {
 #include "access/htup_details.h"
@@ -95,7 +96,7 @@ void forget_user_layouts()
 
 // Relcache callback: only the layout catalog's invalidations (or a reset
 // of every relation, InvalidOid) concern the cache.
-void layout_catalog_changed(Datum, Oid relid)
+void layout_catalog_changed(Oid relid)
 {
     if (n_user_entries > 0 && (relid == InvalidOid || relid == layout_catalog))
         forget_user_layouts();
@@ -204,7 +205,7 @@ bool carried_layout(const char* name, Layout* out)
 LayoutEntry* load_user_entry(FunctionCallInfo fcinfo, const char* name, int len)
 {
     if (!callback_registered) {
-        CacheRegisterRelcacheCallback(layout_catalog_changed, (Datum)0);
+        on_relation_change(layout_catalog_changed);
         CacheRegisterSyscacheCallback(PROCOID, functions_changed, (Datum)0);
         callback_registered = true;
     }

@@ -8,6 +8,7 @@
 
 #include "core/clock.hpp"
 #include "pg/base/catalog.hpp"
+#include "pg/base/invalidation.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/shared.hpp"
 #include "pg/state/shmem.hpp"
@@ -74,7 +75,7 @@ uint64_t checked_version = 0;
 Oid lineage_relid = InvalidOid;
 bool callback_registered = false;
 
-void lineage_changed(Datum, Oid relid)
+void lineage_changed(Oid relid)
 {
     if (relid == InvalidOid || relid == lineage_relid)
         checked = false;
@@ -178,7 +179,7 @@ void confirm_history(FunctionCallInfo fcinfo)
     attach_if_needed();
     raise_if_corrupt();  // an unreadable state file says so first: it holds no history either
     if (!callback_registered) {
-        CacheRegisterRelcacheCallback(lineage_changed, (Datum)0);
+        on_relation_change(lineage_changed);
         callback_registered = true;
     }
     const uint64_t version = shared->histories_version.load(std::memory_order_acquire);
