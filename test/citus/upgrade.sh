@@ -26,7 +26,10 @@ case $? in 0) ;; 2) exit 0 ;; *) exit 1 ;; esac
 base=$(test_port 18760)
 cwork=$(pg_tmpdir)
 trap 'cnodes_stop; rm -rf "$cwork"' EXIT
-q() { PGOPTIONS="-c client_min_messages=warning" cq "$@"; }
+# Every statement has a hang guard (SHARDID_HANG_SCALE scales it): a
+# generator of a layout of hourly ticks waits for its next tick when the
+# one in progress is used up.
+q() { PGOPTIONS="-c client_min_messages=warning -c statement_timeout=$((60 * ${SHARDID_HANG_SCALE:-1}))s" cq "$@"; }
 sqlstate() { q "$1" -v VERBOSITY=verbose -c "$2" 2>&1 >/dev/null | grep -oE 'ERROR:  [0-9A-Z]{5}' | head -1 | cut -c9-; }
 N=1000
 # Every node's clock five minutes into the next UTC day: old and new hourly
