@@ -15,16 +15,20 @@ SELECT history ~ '^[0-9a-f]{16}$' AS history_is_16_hex, awaiting_adoption, unkno
 FROM shardid_node_history();
 SELECT count(*) AS rows, bool_and(history = (SELECT history FROM shardid_node_history())) AS all_own
 FROM shardid_lineage;
-SELECT next_trace_id() > 0 AS issues;
+SELECT next_trace_id() > 0 AS issues, next_decimal_id() > 0 AS decimal_issues, next_call_number() IS NOT NULL AS calls;
 
 -- A history this node does not continue: refused, naming it, until the row
--- is gone. (Terse: the detail names this node's own history, drawn at
--- random.)
+-- is gone; DecimalIds and call numbers too, though the database's
+-- generator id and this session's run were taken before (the tests before
+-- this one issued both in this database). Terse: the detail names this
+-- node's own history, drawn at random.
 \set VERBOSITY terse
 INSERT INTO shardid_lineage (history) VALUES ('0123456789abcdef');
 SELECT next_trace_id();
 \echo :LAST_ERROR_SQLSTATE
 SELECT next_decimal_id();
+\echo :LAST_ERROR_SQLSTATE
+SELECT next_call_number();
 \echo :LAST_ERROR_SQLSTATE
 SELECT unknown_here FROM shardid_node_history();
 DELETE FROM shardid_lineage WHERE history = '0123456789abcdef';

@@ -68,7 +68,7 @@ SELECT 'constraint', c.relname || '.' || co.conname, pg_get_constraintdef(co.oid
 FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
 JOIN pg_constraint co ON co.conrelid = c.oid AND co.contype <> 'n'
 UNION ALL
-SELECT 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled
+SELECT 'trigger', c.relname || '.' || t.tgname, pg_get_triggerdef(t.oid) || ' enabled ' || t.tgenabled::text
 FROM pg_class c JOIN members m ON m.classid = 'pg_class'::regclass AND m.objid = c.oid
 JOIN pg_trigger t ON t.tgrelid = c.oid AND NOT t.tgisinternal
 UNION ALL

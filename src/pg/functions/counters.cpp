@@ -260,6 +260,10 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
                                 "by one: LOAD 'shardid'; ALTER SYSTEM SET shardid.launch_id = <1..%lld>; SELECT "
                                 "pg_reload_conf();",
                                 (long long)decimal_launch_max)));
+    // The node continues every history this database's IDs came from, also
+    // under a generator id taken before a restore named another (one atomic
+    // read in the steady state).
+    confirm_history(fcinfo);
     if (decimal == nullptr)
         decimal = decimal_state(MyDatabaseId);
     // Its generator id is this node's only while the node holds its claim,
@@ -410,6 +414,7 @@ extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
     static int64 run_key = 0;
     static uint64_t run_epoch = 0;
     int64 key = 0;
+    confirm_history(fcinfo);  // under a run taken before a restore too
     const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
     // The run id is this node's only while the node holds its claim, and in
     // the counters' epoch it was taken in.
