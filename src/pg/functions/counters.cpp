@@ -260,10 +260,7 @@ extern "C" Datum shardid_next_decimal_id(PG_FUNCTION_ARGS)
                                 "by one: LOAD 'shardid'; ALTER SYSTEM SET shardid.launch_id = <1..%lld>; SELECT "
                                 "pg_reload_conf();",
                                 (long long)decimal_launch_max)));
-    // The node continues every history this database's IDs came from, also
-    // under a generator id taken before a restore named another (one atomic
-    // read in the steady state).
-    confirm_history(fcinfo);
+    confirm_history(fcinfo);  // under a generator id taken before a restore too
     if (decimal == nullptr)
         decimal = decimal_state(MyDatabaseId);
     // Its generator id is this node's only while the node holds its claim,
