@@ -13,6 +13,8 @@
 #   citus_available     citus_ensure and citus_install; prints "SKIP ..." and
 #                       returns 2 when there is neither source nor build, or
 #                       when Citus does not support this PostgreSQL
+#   citus_suite         a Citus suite's start: citus_available, or the suite
+#                       ends (SKIP, status 0; or FAIL, status 1)
 #   citus_root_ensure V the vendored source into V's Debian root and Citus
 #                       built there (the 17 and 18 roots' Citus suite)
 #   cnode_up NAME PORT CONF...  a new Citus node (TCP on 127.0.0.1), running,
@@ -156,6 +158,14 @@ citus_available() {
     fi
     rm -f "$err"
     citus_install || { echo "FAIL citus: could not install the staged Citus"; return 1; }
+}
+
+# citus_suite: the start of a Citus suite: Citus built and installed, or
+# the suite ends there (a SKIP line, status 0, where there is no Citus for
+# this PostgreSQL; a FAIL line and status 1 where it did not build).
+citus_suite() {
+    citus_available
+    case $? in 0) ;; 2) exit 0 ;; *) exit 1 ;; esac
 }
 
 # Citus on the other PostgreSQL versions: its suite runs natively on 15
