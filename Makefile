@@ -128,15 +128,30 @@ UNIT_SRCS = $(call suite_files,unit)
 # The full -g cost the test command a third more compiling.
 TEST_CXXFLAGS = -std=c++17 -O2 -Wall -Wextra -Werror -I$(srcdir)/src -pthread
 
-build/unit_tests: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp src/core/*/*.hpp test/unit/*.hpp)
-	@mkdir -p build
-	$(CXX) $(TEST_CXXFLAGS) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
+# Each file compiled once into its own object (make -j runs them side by
+# side, a change recompiles only what it touches): the plain tests link the
+# core objects the extension is built from, and build/unit/ holds the
+# tests' own; the sanitizers' build compiles both again, instrumented, in
+# build/san/. Header dependencies in the .d files beside the objects.
+SAN_CXXFLAGS = -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+UNIT_OBJS = $(patsubst test/unit/%.cpp,build/unit/%.o,$(UNIT_SRCS))
+SAN_OBJS = $(patsubst %.cpp,build/san/%.o,$(CORE_SRCS) $(UNIT_SRCS))
+build/unit/%.o: test/unit/%.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) -MMD -MP -c -o $@ $<
+build/san/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(TEST_CXXFLAGS) $(SAN_CXXFLAGS) -MMD -MP -c -o $@ $<
+-include $(UNIT_OBJS:.o=.d) $(SAN_OBJS:.o=.d)
+
+# The core's objects as the extension has them, checked for warnings the
+# way the tests' own are (-Wall -Wextra -Werror) by the sanitizers' build.
+build/unit_tests: $(CORE_OBJS) $(UNIT_OBJS)
+	$(CXX) $(TEST_CXXFLAGS) -o $@ $^ -lgtest -lgtest_main
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
-build/unit_tests_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard src/core/*.hpp src/core/*/*.hpp test/unit/*.hpp)
-	@mkdir -p build
-	$(CXX) $(TEST_CXXFLAGS) -O1 -g1 -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer \
-		-o $@ $(CORE_SRCS) $(UNIT_SRCS) -lgtest -lgtest_main
+build/unit_tests_san: $(SAN_OBJS)
+	$(CXX) $(TEST_CXXFLAGS) $(SAN_CXXFLAGS) -o $@ $^ -lgtest -lgtest_main
 
 unit: build/unit_tests build/unit_tests_san
 .PHONY: unit
@@ -160,7 +175,7 @@ fuzz: build/core_fuzz
 .PHONY: fuzz
 
 # --- Google Benchmark over the core ---
-build/engine_bench: $(CORE_SRCS) $(wildcard bench/*.cpp) $(wildcard src/core/*.hpp src/core/*/*.hpp)
+build/engine_bench: $(CORE_OBJS) bench/engine_bench.cpp
 	@mkdir -p build
-	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread -o $@ $(CORE_SRCS) bench/engine_bench.cpp \
+	$(CXX) -std=c++17 -O2 -g -Wall -Wextra -Werror -I$(srcdir)/src -pthread -o $@ $(CORE_OBJS) bench/engine_bench.cpp \
 		-lbenchmark -lpthread

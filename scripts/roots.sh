@@ -3,7 +3,8 @@
 # package registry, cached under $SHARDID_ROOTS, rebuilt when missing or when
 # its recipe changes. Source it after scripts/lib.sh.
 #
-#   root_ensure V            build the root for PostgreSQL V unless cached
+#   root_ensure V            build the root for PostgreSQL V unless cached (18
+#                            and 19 share one: root_name, root_versions)
 #   root_copy_source V       put the working tree at /build/shardid in it
 #   root_run V CMD...        run CMD inside it as root, with its own /proc,
 #                            /dev/shm and /tmp (nothing stays mounted after)
@@ -19,26 +20,32 @@ root_suite() {
         15) echo bookworm ;;
         17) echo trixie ;;
         18) echo sid ;;
-        19) echo sid ;;  # from experimental, on top of sid (root_sources)
+        19) echo sid ;;  # from experimental, on top of sid (root_sources), in 18's root
         *) return 1 ;;
     esac
 }
 
-root_dir() { echo "$SHARDID_ROOTS/pg$1"; }
+# The root a version lives in: 18 and 19 share sid's (19 from experimental
+# on top of it), the others have one each.
+root_name() { case $1 in 18 | 19) echo sid ;; *) echo "$1" ;; esac; }
+root_dir() { echo "$SHARDID_ROOTS/pg$(root_name "$1")"; }
+# The versions of a root's PostgreSQL servers.
+root_versions() { case $(root_name "$1") in sid) echo "18 19" ;; *) echo "$1" ;; esac; }
 
 # What goes into a root: the server, what builds and packages shardid
 # (pg_buildext, debhelper), what its tests use (libpqxx, the TAP framework's
 # IPC::Run, libfaketime, on 17 pg_partman, on 15 what README's package
 # commands use).
 root_packages() {
-    local extra=""
+    local extra="" v servers=""
     # pg_partman 5 for the partitioning tests (trixie ships 5.2), and
     # psycopg2 for the Citus suite's load (test/citus/load.py).
     [ "$1" = 17 ] && extra=" postgresql-17-partman python3-psycopg2"
-    [ "$1" = 18 ] && extra=" python3-psycopg2"
+    [ "$(root_name "$1")" = sid ] && extra=" python3-psycopg2"
     # The README's package commands (mk-build-deps) run on 15's root.
     [ "$1" = 15 ] && extra=" devscripts equivs"
-    echo "postgresql-$1 postgresql-server-dev-$1 postgresql-server-dev-all" \
+    for v in $(root_versions "$1"); do servers+="postgresql-$v postgresql-server-dev-$v "; done
+    echo "${servers}postgresql-server-dev-all" \
          "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps" \
          "libcurl4-openssl-dev nlohmann-json3-dev$extra"
 }
@@ -51,12 +58,12 @@ root_base() { echo "recipe 2; suite $(root_suite "$1")$(root_sources "$1"); mirr
 # in experimental only. Everything else comes from the suite; then the
 # server alone from experimental (-t experimental for all would pull
 # experimental's perl, libc and the rest into the root).
-root_sources() { [ "$1" = 19 ] && echo " + experimental"; }
+root_sources() { [ "$(root_name "$1")" = sid ] && echo " + experimental"; }
 root_install_command() {
-    local base=$(root_packages "$1") server="postgresql-$1 postgresql-server-dev-$1"
+    local base=$(root_packages "$1") server="postgresql-19 postgresql-server-dev-19"
     local apt="DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends"
     if [ -n "$(root_sources "$1")" ]; then
-        base=$(sed "s/\bpostgresql-$1 postgresql-server-dev-$1 //" <<<"$base")
+        base=$(sed "s/\bpostgresql-19 postgresql-server-dev-19 //" <<<"$base")
         echo "apt-get update -qq && $apt $base && $apt -t experimental $server"
     else
         echo "apt-get update -qq && $apt $base"
@@ -66,7 +73,7 @@ root_recipe() { root_base "$1"; echo "packages $(root_packages "$1")"; }
 
 # root_install V DIR: the packages of the recipe, into the root in DIR.
 root_install() {
-    local log="$SHARDID_ROOTS/packages-$1.log"
+    local log="$SHARDID_ROOTS/packages-$(root_name "$1").log"
     if [ -n "$(root_sources "$1")" ]; then
         echo "deb $DEBIAN_MIRROR experimental main" | as_root tee "$2/etc/apt/sources.list.d/experimental.list" >/dev/null
     fi
@@ -98,8 +105,9 @@ root_ensure() {
     new="$dir.new"
     as_root rm -rf "$new" || return 1
     as_root mkdir -p "$SHARDID_ROOTS" || return 1
-    as_root debootstrap --variant=minbase "$suite" "$new" "$DEBIAN_MIRROR" >"$SHARDID_ROOTS/debootstrap-$v.log" 2>&1 || {
-        tail -20 "$SHARDID_ROOTS/debootstrap-$v.log" >&2; return 1; }
+    as_root debootstrap --variant=minbase "$suite" "$new" "$DEBIAN_MIRROR" \
+        >"$SHARDID_ROOTS/debootstrap-$(root_name "$v").log" 2>&1 || {
+        tail -20 "$SHARDID_ROOTS/debootstrap-$(root_name "$v").log" >&2; return 1; }
     # A throwaway root: dpkg need not sync every file it unpacks (a root
     # is only used once its build ended and it was moved into place).
     echo force-unsafe-io | as_root tee "$new/etc/dpkg/dpkg.cfg.d/shardid-unsafe-io" >/dev/null

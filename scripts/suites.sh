@@ -14,6 +14,107 @@ suite_files() {
     done < <(grep -vE '^\s*(#|$)' test/suites.list)
 }
 
+# --- where the time goes: each suite's wall and CPU time ---------------------
+# A lane (scripts/test.sh) runs in a control group of its own, so that the
+# CPU of everything a suite starts is counted, the servers pg_ctl starts
+# (which leave their parent) and the Debian roots' processes included:
+# cgroup v1's cpuacct where it is mounted, else cgroup v2's cpu.stat. Where
+# neither can be made (no root, no cgroup file system) the CPU reads "-".
+cpu_group=""
+# cpu_group_enter NAME: this shell, and what it starts from now on, into a
+# new group NAME under shardid-test.<the test command's pid>.
+cpu_group_enter() {
+    local top d
+    for top in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+        [ -e "$top/cpuacct.usage" ] || [ -e "$top/cgroup.procs" ] || continue
+        d=$top/shardid-test.${SHARDID_TEST_PID:-$$}/$1
+        mkdir -p "$d" 2>/dev/null && echo "$BASHPID" >"$d/cgroup.procs" 2>/dev/null || continue
+        cpu_group=$d
+        return 0
+    done
+    cpu_group=""
+    return 1
+}
+# cpu_group_next: the next suite's group (the lane's name and a number),
+# where cpu_group_enter succeeded before.
+cpu_groups_made=0
+cpu_group_next() {
+    [ -n "$cpu_group" ] || return 0
+    cpu_groups_made=$((cpu_groups_made + 1))
+    cpu_group_enter "${SHARDID_LANE:-main}-$cpu_groups_made"
+}
+# cpu_group_kill: every process of this shell's group but the shell itself
+# (what a suite stopped by its hang guard left running: its servers).
+cpu_group_kill() {
+    local pid
+    [ -n "$cpu_group" ] || return 0
+    for pid in $(cat "$cpu_group/cgroup.procs" 2>/dev/null); do
+        [ "$pid" = "$BASHPID" ] || kill -9 "$pid" 2>/dev/null
+    done
+    return 0
+}
+# cpu_ms: the CPU time (ms) this shell's group used so far ("" when none).
+cpu_ms() {
+    [ -n "$cpu_group" ] || return 0
+    if [ -e "$cpu_group/cpuacct.usage" ]; then
+        echo $(($(cat "$cpu_group/cpuacct.usage") / 1000000))
+    else
+        awk '$1 == "usage_usec" { print int($2 / 1000) }' "$cpu_group/cpu.stat" 2>/dev/null
+    fi
+}
+# cpu_groups_remove: the groups of this run, once everything in them ended.
+cpu_groups_remove() {
+    local top
+    for top in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+        [ -d "$top/shardid-test.${SHARDID_TEST_PID:-$$}" ] || continue
+        echo "$BASHPID" >"$top/cgroup.procs" 2>/dev/null
+        rmdir "$top/shardid-test.${SHARDID_TEST_PID:-$$}"/*/ "$top/shardid-test.${SHARDID_TEST_PID:-$$}" 2>/dev/null
+    done
+    return 0
+}
+# The table at the end of the test command: one row a suite, "lane wall_s
+# cpu_s name", in $SHARDID_TIMES (scripts/test.sh sets it).
+times_row() {  # NAME WALL_S [CPU_S]
+    [ -n "${SHARDID_TIMES:-}" ] && printf '%s\t%s\t%s\t%s\n' "${SHARDID_LANE:-main}" "$2" "${3:--}" "$1" >>"$SHARDID_TIMES"
+    return 0
+}
+times_table() {
+    [ -s "${SHARDID_TIMES:-}" ] || return 0
+    echo "== where the time went (wall and CPU seconds of each suite, longest first; CPU of the Debian roots' suites is their root's, on its own row)"
+    printf '%-8s %6s %6s  %s\n' lane wall cpu suite
+    sort -t$'\t' -k2,2nr "$SHARDID_TIMES" | awk -F'\t' '{ printf "%-8s %6s %6s  %s\n", $1, $2, $3, $4 }'
+    awk -F'\t' '$3 != "-" { c += $3 } END { printf "CPU seconds in all: %d\n", c }' "$SHARDID_TIMES"
+}
+
+# suite_limit FILE: the hang guard of a script suite, in seconds: its line's
+# fourth column in test/suites.list (900 where it gives none), times
+# SHARDID_HANG_SCALE (a whole number; 1 unless set).
+suite_limit() {
+    local kind glob lane limit f
+    while read -r kind glob lane limit _; do
+        [ "$kind" = script ] || continue
+        for f in $glob; do
+            [ "$f" = "$1" ] && { echo $((${limit:-900} * ${SHARDID_HANG_SCALE:-1})); return; }
+        done
+    done < <(grep -vE '^\s*(#|$)' test/suites.list)
+    echo $((900 * ${SHARDID_HANG_SCALE:-1}))
+}
+
+# run_script NAME FILE: a script suite under its hang guard, counted. A
+# suite still running when its guard ends is stopped, with everything it
+# started (its control group), and fails naming the guard.
+run_script() {
+    local name=$1 file=$2 limit out rc
+    limit=$(suite_limit "$file")
+    out=$(timeout -k 10 "$limit" bash "$file" 2>&1)
+    rc=$?
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+        cpu_group_kill
+        out+=$'\n'"FAIL $name did not end within its hang guard of ${limit} s (test/suites.list; SHARDID_HANG_SCALE multiplies it)"
+    fi
+    record_script "$name" "$out" "$rc"
+}
+
 passed=0
 failed=0
 failures=()
@@ -27,11 +128,18 @@ record() {
     passed=$((passed + $2))
     failed=$((failed + $3))
     [ "$3" -gt 0 ] && failures+=("$1")
-    # Where the time goes, on stderr.
-    local now=$SECONDS took=${4:-}
+    # Where the time goes, on stderr, and in the table at the end: the
+    # wall time since the previous record of this lane, or the time the
+    # suite took elsewhere (a root), and the lane's CPU since then.
+    local now=$SECONDS took=${4:-} cpu="" cpu_now
     [ -n "$took" ] || took=$((now - ${last_record_at:-0}))
-    printf '== %s took %ds\n' "$1" "$took" >&2
+    if [ -z "${4:-}" ] && cpu_now=$(cpu_ms) && [ -n "$cpu_now" ]; then
+        cpu=$((cpu_now / 1000))
+        cpu_group_next
+    fi
+    printf '== %s took %ds%s\n' "$1" "$took" "${cpu:+ ($cpu s CPU)}" >&2
     last_record_at=$now
+    times_row "$1" "$took" "$cpu"
     printf '%-40s %4d passed, %d failed\n' "$1" "$2" "$3"
     # For a caller that collects results from several runs (the roots).
     [ -n "${SHARDID_RESULTS:-}" ] && printf '%s\t%d\t%d\t%d\n' "$1" "$2" "$3" "$took" >>"$SHARDID_RESULTS"
@@ -50,6 +158,7 @@ skip_suite() {
 broken() { log "$1: $2"; record "$1" 0 1; }
 
 finish() {
+    times_table
     [ -s "${SHARDID_FAILS:-}" ] && cat "$SHARDID_FAILS"
     [ ${#failures[@]} -gt 0 ] && log "failed: ${failures[*]}"
     local s

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# shardid's whole test suite, from a fresh machine: installs what is missing,
-# builds, installs, then runs
+# shardid's test command, from a fresh machine (docs/testing.md, "Tiers"):
+# installs what is missing, builds once, then runs
 #   - the core's unit tests (GoogleTest), plain and under ASan + UBSan,
 #   - pg_regress, with shared_preload_libraries and without it,
 #   - the libpqxx integration tests against throwaway clusters,
 #   - PostgreSQL's TAP framework: failover to a streaming standby,
-#   - fault, hostile, multi-node and randomness scenarios on real servers,
+#   - fault, hostile, upgrade, multi-node and randomness scenarios on real
+#     servers, and node ids, shard values and counters from a real etcd,
 #   - the one-version-truth check (control file, META.json, debian/, SQL),
-#   - Citus: a coordinator and two workers (test/citus/citus.sh), with Citus
-#     built once per machine from ../shared/vendor (scripts/citus.sh),
+#   - Citus: a coordinator and two workers (test/citus/), with Citus built
+#     once per machine from ../shared/vendor (scripts/citus.sh),
 # all on PostgreSQL 15 natively; meanwhile, in cached Debian roots (scripts/
 # roots.sh), the Debian package of PostgreSQL 15, 17, 18 and 19 and, on 17,
-# 18 and 19, pg_regress, the integration tests and the TAP scenarios against it;
-# on 17 and 18 the Citus suite too, with Citus built in those roots. The
-# suites run in five lanes at once (below).
-# Works as root (servers run as the postgres OS user) or as a user with sudo.
-# Ends with one line "N passed, N failed"; exits non-zero on any failure.
+# 18 and 19, pg_regress, the integration tests and the TAP scenarios against
+# it; on 17 and 18 the Citus suite too, with Citus built in those roots.
+# No check depends on the machine's speed: what is stated in time is a hang
+# guard (each suite's in test/suites.list, SHARDID_HANG_SCALE multiplies
+# them). Latencies are judged in scripts/bench.sh, and the long randomized
+# runs (both nemeses, fuzzing, SQLsmith exploring) are scripts/soak.sh.
+# Ends with a table of each suite's wall and CPU time, then one line "N
+# passed, N failed"; exits non-zero on any failure. Works as root (servers
+# run as the postgres OS user) or as a user with sudo.
 set -u
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -24,27 +29,26 @@ cd "$(dirname "$0")/.."
 
 ensure_deps || { broken setup "could not install dependencies"; finish; }
 
-# --- five lanes at once -------------------------------------------------------
-# One after another the suites took 68 minutes here; most of that is waiting
-# (leases, fences, failovers, a nemesis' seconds), so they run in five
-# lanes, each suite's servers on its own ports (below the kernel's
-# ephemeral range: private_port in scripts/lib.sh; the roots' shifted by
-# SHARDID_PORT_SHIFT):
-#   etcd   the suites whose bounds are times (test/suites.list's lane
-#          "etcd": leases, fences, claims), at full priority;
-#   etcd2  the same kind (lane "etcd2": etcd's recovery, outages, Patroni,
-#          the setup); they wait far more than they compute, so two such
-#          lanes at once cost little (one took 29 to 34 minutes);
-#   native pg_regress, TAP, the integration tests, every other script
-#          suite (lane "native"; Citus' last, its build ready by then) and
-#          the benchmark's smoke run, niced a little so that under load
-#          the etcd lanes' bounds come first;
-#   roots  niced: the unit tests, then Debian roots from a queue (built
-#          meanwhile, two at a time, or cached in /var/cache/shardid-test)
-#          and their suites;
-#   roots2 niced: the fuzzer, then the same queue.
+# --- lanes at once ---------------------------------------------------------------
+# One after another the suites would take an hour; much of that is waiting
+# (leases, fences, failovers), so after the build they run in six lanes,
+# each suite's servers on its own ports (below the kernel's ephemeral
+# range: private_port in scripts/lib.sh; the roots' shifted by
+# SHARDID_PORT_SHIFT), each lane's suites in test/suites.list's order
+# (longest first):
+#   etcd, etcd2  the etcd suites (leases, fences, claims; recovery,
+#          outages, Patroni, upgrades), which wait far more than they
+#          compute;
+#   native the unit tests, pg_regress, TAP, the integration tests and
+#          every other script suite of PostgreSQL 15;
+#   citus  the Citus suites, once Citus is built (in the background since
+#          the start, or cached);
+#   roots, roots2  the Debian roots from a queue, longest first (prepared
+#          in the background since the start, two at a time, or cached in
+#          /var/cache/shardid-test), and their suites.
 # A lane's lines come as they happen, prefixed with its name; the counted
-# line of every suite comes at the end, lane by lane.
+# line of every suite comes at the end, lane by lane, after the table of
+# where the time went.
 # The suites' servers and etcds keep their data in memory where there is
 # room (/dev/shm, 8 GB free): four lanes' fsyncs on one disk made etcd's
 # commits, and so a node's claims and renewals, as slow as the disk's
@@ -58,9 +62,11 @@ if [ -z "${TMPDIR:-}" ] && [ -w /dev/shm ] &&
 fi
 lanes=$(mktemp -d)
 chmod 755 "$lanes"
-# Every script suite's FAIL lines, repeated before the final count.
-export SHARDID_FAILS=$lanes/fails
-trap 'rm -rf "$lanes"; case ${TMPDIR:-} in /dev/shm/shardid-test.*) rm -rf "$TMPDIR" ;; esac' EXIT
+# Every script suite's FAIL lines, repeated before the final count, and
+# every suite's wall and CPU time, the table before them.
+export SHARDID_FAILS=$lanes/fails SHARDID_TIMES=$lanes/times SHARDID_TEST_PID=$$
+trap 'cpu_groups_remove; rm -rf "$lanes"; case ${TMPDIR:-} in /dev/shm/shardid-test.*) rm -rf "$TMPDIR" ;; esac' EXIT
+SHARDID_LANE=build cpu_group_enter build || log "no control group for CPU times here: the table gives wall times only"
 
 # lane NAME NICENESS FUNCTION: FUNCTION in the background, its results in
 # $lanes/NAME.tsv (record() appends there) and its status in NAME.rc.
@@ -70,7 +76,8 @@ lane() {
     : >"$lanes/$name.tsv"
     ( [ "$niceness" -gt 0 ] && renice -n "$niceness" -p "$BASHPID" >/dev/null 2>&1
       [ "$niceness" -ge 10 ] && ionice -c 2 -n 7 -p "$BASHPID" 2>/dev/null
-      export SHARDID_RESULTS=$lanes/$name.tsv
+      export SHARDID_RESULTS=$lanes/$name.tsv SHARDID_LANE=$name
+      cpu_group_enter "$name-0"
       last_record_at=$SECONDS
       "$@"
       echo $? >"$lanes/$name.rc"
@@ -81,10 +88,9 @@ lane_pids=()
 
 # The suites of test/suites.list's LANE, in its order.
 run_scripts() {  # LANE
-    local script out
+    local script
     for script in $(suite_files script "$1"); do
-        out=$(bash "$script" 2>&1)
-        record_script "$(basename "$(dirname "$script")") ($PGV, $(basename "$script" .sh))" "$out" $?
+        run_script "$(basename "$(dirname "$script")") ($PGV, $(basename "$script" .sh))" "$script"
     done
 }
 
@@ -106,9 +112,14 @@ versions=${SHARDID_PG_VERSIONS-15 17 18 19}
 # root_suites V SHIFT SUITES: SUITES inside V's root, their results recorded.
 root_suites() {
     local v=$1 shift=$2 suites=$3 results name ok bad took
+    # One version's suites at a time in a root (18 and 19 share one).
+    exec 8>"$lanes/run-$(root_name "$v").lock"
+    flock 8
     results="$(root_dir "$v")/build/results.tsv"
     as_root rm -f "$results"
     log "PostgreSQL $v in $(root_dir "$v"): $suites"
+    local started=$SECONDS cpu0
+    cpu0=$(cpu_ms)
     root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv \
         SHARDID_VENDOR=/build/vendor SHARDID_PORT_SHIFT="$shift" \
         bash /build/shardid/test/versions/in_root.sh 2>&1 |
@@ -122,6 +133,12 @@ root_suites() {
     else
         broken "PG $v (Debian root)" "the suites in the root reported nothing"
     fi
+    # The root's CPU, its suites' together (the root has no control group
+    # of its own; its suites' rows give their wall times).
+    [ -n "$cpu0" ] && times_row "PG $v root, CPU of: $suites" $((SECONDS - started)) $((($(cpu_ms) - cpu0) / 1000))
+    flock -u 8
+    exec 8>&-
+    return 0
 }
 
 # root_prepare V: V's root (built if missing), the tree copied into it, and
@@ -129,7 +146,10 @@ root_suites() {
 root_prepare() {
     local v=$1
     root_ensure "$v" || return 1
-    root_copy_source "$v" || return 1
+    # The tree, once per root (18 and 19 share one) and run.
+    if [ ! -e "$lanes/copied-$(root_name "$v")" ]; then
+        root_copy_source "$v" && touch "$lanes/copied-$(root_name "$v")" || return 1
+    fi
     # 17's root gets this machine's PostgreSQL 15, the old server of its
     # pg_upgrade suite (test/upgrade/paths.sh).
     [ "$v" = 17 ] && { root_add_host_server 17 "$PG_MAJOR" || return 1; }
@@ -170,7 +190,7 @@ root_version() {
 root_prepared() {
     ( flock 9
       [ -e "$lanes/prepared-$1" ] && exit 0
-      root_prepare "$1" >>"$lanes/roots-$1.log" 2>&1 && touch "$lanes/prepared-$1" ) 9>"$lanes/prepare-$1.lock"
+      root_prepare "$1" >>"$lanes/roots-$1.log" 2>&1 && touch "$lanes/prepared-$1" ) 9>"$lanes/prepare-$(root_name "$1").lock"
 }
 # The versions wait in a queue, the longest first (17 and 18 run Citus'
 # suite): each roots lane takes the next when it is free.
@@ -187,97 +207,86 @@ root_worker() {  # SHIFT
     while v=$(next_version) && [ -n "$v" ]; do root_version "$1" "$v"; done
 }
 
-# The first roots lane: the core's unit tests (GoogleTest, plain and under
-# ASan + UBSan, built side by side) while every root is prepared, two at a
-# time (a root's build waits on the network and dpkg's writes as much as
-# on the processor; one after another, the 18 root was ready 4 minutes
-# after the unit tests in a fresh-machine run), then versions from the
-# queue.
-roots_lane() {
-    local builders=() i
+# Every root is prepared in the background from the start, two at a time,
+# niced (a root's build waits on the network and dpkg's writes as much as
+# on the processor), while shardid is built; each roots lane then takes
+# versions from the queue, waiting for that root if it is not ready yet.
+root_builders() {
+    local i
     for i in 0 1; do
-        ( sed -n "$((i + 1))~2p" "$lanes/versions.all" | while read -r v; do root_prepared "$v"; done ) &
+        ( renice -n 10 -p "$BASHPID" >/dev/null 2>&1; ionice -c 2 -n 7 -p "$BASHPID" 2>/dev/null
+          SHARDID_LANE=roots-prepare cpu_group_enter "prepare-$i"
+          started=$SECONDS cpu0=$(cpu_ms)
+          sed -n "$((i + 1))~2p" "$lanes/versions.all" | while read -r v; do root_prepared "$v"; done
+          times_row "Debian roots prepared: $(sed -n "$((i + 1))~2p" "$lanes/versions.all" | tr '\n' ' ')(debootstrap, packages, Citus)" \
+              $((SECONDS - started)) $((($(cpu_ms) - ${cpu0:-0}) / 1000)) ) &
         builders+=($!)
     done
-    mkdir -p build
-    if make -s -j2 unit >/dev/null 2>build/unit.log; then
-        run_gtest "unit (core)" build/unit_tests
-        run_gtest "unit (core, ASan+UBSan)" build/unit_tests_san
-    else
-        cat build/unit.log >&2
-        broken unit "unit tests did not build"
-    fi
-    root_worker 4000
-    wait "${builders[@]}"
 }
-# The second: libFuzzer over the core's decoders, composers and engine
-# while the first root is prepared, then versions from the queue.
-roots2_lane() {
-    mkdir -p build
-    if make -s build/core_fuzz >/dev/null 2>build/fuzz.log; then
-        local out runs
-        out=$(make -s fuzz FUZZ_SECONDS="${FUZZ_SECONDS:-20}" 2>&1)
-        runs=$(grep -o 'stat::number_of_executed_units: [0-9]*' <<<"$out" | grep -o '[0-9]*$')
-        if grep -q 'Done [0-9]* runs' <<<"$out" && ! grep -qE 'ERROR|deadly|crash-' <<<"$out"; then
-            record "fuzz (core, ${runs:-?} inputs)" 1 0
-        else
-            grep -E 'ERROR|SUMMARY|crash-|==' <<<"$out" | head -20
-            record "fuzz (core)" 0 1
-        fi
-    else
-        cat build/fuzz.log >&2
-        broken fuzz "the fuzz target did not build"
-    fi
-    root_worker 5000
-}
-lane roots 19 roots_lane
-lane roots2 19 roots2_lane
-# Citus for test/citus/citus.sh (scripts/citus.sh): built once per machine,
-# in the background and niced; the suite waits for it (a lock) when it runs.
+builders=()
+root_builders
+# Citus for the Citus suites (scripts/citus.sh): built once per machine and
+# cached, in the background and niced; the suites wait for it (a lock).
 # (Its errors, if any, come again from the suite's own call.)
-( renice -n 5 -p "$BASHPID" >/dev/null 2>&1; ionice -c 2 -n 7 -p "$BASHPID" 2>/dev/null
-  citus_ensure >/dev/null 2>&1 ) &
+( renice -n 10 -p "$BASHPID" >/dev/null 2>&1; ionice -c 2 -n 7 -p "$BASHPID" 2>/dev/null
+  SHARDID_LANE=citus-build cpu_group_enter citus-build
+  started=$SECONDS
+  citus_ensure >/dev/null 2>&1
+  times_row "Citus $CITUS_VERSION built for PostgreSQL $PG_MAJOR (cached once per machine)" $((SECONDS - started)) \
+      $(($(cpu_ms) / 1000)) ) &
 
-log "building and installing shardid"
-if build_install; then built=yes; else built=""; broken build "make or make install failed"; fi
+# --- the build: once, at full priority, before any suite ---------------------
+# The extension (installed) and the core's unit tests, plain (linking the
+# extension's core objects) and under ASan + UBSan.
+log "building and installing shardid, and the unit tests"
+started=$SECONDS
+built=""
+mkdir -p build
+if build_install; then built=yes; else broken build "make or make install failed"; fi
+if ! make -s -j2 unit >/dev/null 2>build/unit.log; then
+    cat build/unit.log >&2
+    broken unit "unit tests did not build"
+fi
+times_row "build: shardid, installed, and the unit tests" $((SECONDS - started)) $(($(cpu_ms) / 1000))
 
-# --- native: pg_regress, TAP, integration, the benchmark, the script suites --
+# --- native: the unit tests, pg_regress, TAP, integration, the script suites -
 native_lane() {
     work=$(pg_tmpdir)
+    if [ -x build/unit_tests ] && [ -x build/unit_tests_san ]; then
+        run_gtest "unit (core)" build/unit_tests
+        run_gtest "unit (core, ASan+UBSan)" build/unit_tests_san
+    fi
     run_regress_all   # pg_regress, preloaded and not
     run_tap           # PostgreSQL::Test::Cluster: failover and replication
     run_integration   # libpqxx, real servers
     # The structure check, faults on real servers (restarts, crashes, clock
-    # steps), several nodes, the docs, one version truth, and Citus last:
-    # on a fresh machine its build (in the background since the start) is
-    # ready by then, where a suite that needs it earlier waits for it.
+    # steps), several nodes, upgrades, the docs, one version truth.
     run_scripts native
-    # The benchmark, in smoke mode: it must keep running (it runs the Citus
-    # benchmark too).
-    local out
-    if out=$(bash scripts/bench.sh --smoke 2>&1) && grep -q '^## The C++ core' <<<"$out" && grep -q 'next_trace_id()' <<<"$out"; then
-        record "benchmark ($PGV, smoke)" 1 0
-    else
-        tail -20 <<<"$out"
-        record "benchmark ($PGV, smoke)" 0 1
-    fi
     rm -rf "$work"
 }
-# --- etcd: leases, fences, outages, Patroni -----------------------------------
+# --- the lanes ------------------------------------------------------------------
 # (Without an installed build only the roots run: they build their own.)
 if [ -n "$built" ]; then
-    lane native 5 native_lane
     lane etcd 0 run_scripts etcd
     lane etcd2 0 run_scripts etcd2
+    lane native 5 native_lane
+    lane citus 5 run_scripts citus
 fi
+lane roots 10 root_worker 4000
+lane roots2 10 root_worker 5000
 wait "${lane_pids[@]}"
+wait "${builders[@]}"
 
-# Every suite's counted line, lane by lane; a lane that did not end is a failure.
-for name in native etcd etcd2 roots roots2; do
+# Every suite's counted line, lane by lane; a lane that did not end is a
+# failure. (Their times are in the table already.)
+SHARDID_TIMES_DONE=$SHARDID_TIMES
+SHARDID_TIMES=""
+for name in native citus etcd etcd2 roots roots2; do
     [ -e "$lanes/$name.tsv" ] || continue
     while IFS=$'\t' read -r suite ok bad took; do
         if [ "$suite" = SKIP ]; then skipped+=("$ok"); else record "$suite" "$ok" "$bad" "$took"; fi
     done <"$lanes/$name.tsv"
     [ -s "$lanes/$name.rc" ] || broken "lane $name" "it ended before its last suite"
 done
+SHARDID_TIMES=$SHARDID_TIMES_DONE
 finish

@@ -64,15 +64,22 @@ if want 1; then
     wait_state a held 15 && wait_state b held 15 || stop_suite "the nodes did not claim their ids"
     q a -c "CREATE TABLE t (id bigint)"
     t0=$(ms_now)
+    requests0=$(q a -c "SELECT requests FROM shardid_coordination()")
     q a -c "SELECT next_instagram_id(5)" >/dev/null
-    for _ in $(seq 600); do
+    for _ in $(seq $((600 * ${SHARDID_HANG_SCALE:-1}))); do
         [ "$(q a -c "SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND space = '$INSTAGRAM'")" = 8192 ] && break
         sleep 0.05
     done
     took=$(($(ms_now) - t0))
+    requests=$(($(q a -c "SELECT requests FROM shardid_coordination()") - requests0))
     check "one node holds the 8,192 logical shards shardid.shards declares (in $took ms)" "8192" \
         "$(q a -c "SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND space = '$INSTAGRAM'")"
-    [ "$took" -lt 10000 ] && pass "... all held within 10 s of the first use ($took ms)" || fail "... took $took ms"
+    # Claimed in batches (one etcd transaction a batch of up to 128 keys),
+    # not one value a request: however slow the machine, the requests
+    # they took count the same.
+    check "... claimed in batches: fewer than 1,024 requests to etcd for the 8,192 (one a value: 8,192; $requests)" "t" \
+        "$([ "$requests" -lt 1024 ] && echo t || echo "f ($requests)")"
+    promise "... all held within 10 s of the first use" "$([ "$took" -lt 10000 ] && echo t || echo f)" "$took ms"
     check "... every one of them issues: 81,920 IDs over all 8,192, none twice" "81920 81920 8192" \
         "$(q a -c "INSERT INTO t SELECT next_instagram_id(s % 8192) FROM generate_series(0, 81919) s;
                    SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(DISTINCT (instagram_decode(id)).shard) FROM t")"
@@ -111,8 +118,8 @@ if want 1; then
     copy_to b a t b_ids
     check "a key of 8,192 deleted by hand: node b took the value and issued" "t" "$(q a -c "SELECT count(*) > 0 FROM b_ids")"
     check "... 0 IDs of node b equal to one node a issued" "0" "$(q a -c "SELECT count(*) FROM t JOIN b_ids USING (id)")"
-    check "... node a stopped within 2 s of the deletion (its last ID $((a_last - deleted)) ms after it)" "t" \
-        "$([ $((a_last - deleted)) -lt 2000 ] && echo t || echo f)"
+    promise "... node a stopped within 2 s of the deletion" "$([ $((a_last - deleted)) -lt 2000 ] && echo t || echo f)" \
+        "its last ID $((a_last - deleted)) ms after it"
     grep -q "the key \"$PREFIX/shard/$INSTAGRAM/5\" is no longer held by lease" "${dir_of[a]}/server.log" &&
         pass "... and said why in its log" || fail "... node a's log does not say why it stopped"
     check "... while it holds the other 8,191 (and node b's id went back)" "8190" \

@@ -169,8 +169,8 @@ for i in 1 2 3; do
     node_start r1 || fail "r1 did not restart ($i)"
     took=$(q r1 -c "SET statement_timeout = '70s'" -c "SELECT next_id('per_minute') IS NOT NULL AS t, now() AS at" \
         -c "SELECT (extract(epoch FROM clock_timestamp() - pg_postmaster_start_time()) * 1000)::int" | tail -1)
-    [ "${took:-99999}" -le 3000 ] && pass "clean restart $i: a one-minute layout issues ${took} ms after the start" ||
-        fail "clean restart $i: the one-minute layout's first ID came ${took:-?} ms after the start"
+    promise "clean restart $i: a one-minute layout issues within 3 s of the start" \
+        "$([ "${took:-99999}" -le 3000 ] && echo t || echo f)" "${took:-?} ms"
     line=$(log_of r1 | grep "issuing IDs with node id 43" | tail -1)
     contains "clean restart $i: the node knew its own released mark" "$line" "its own mark"
     [ $i -lt 3 ] && cluster_stop "${dir_of[r1]}" fast
@@ -227,10 +227,14 @@ for i in 1 2 3; do wait_port $((base + 50 + i)) || fail "the hanging endpoint $i
 node_up h1 $((base + 54)) "" "shardid.etcd_endpoints = '$hangs'" "shardid.etcd_lease_ttl = 300s" || stop_suite "h1 did not start"
 sleep 1  # the coordinator is inside a request that never ends
 t0=$(date +%s%3N)
-cluster_stop "${dir_of[h1]}" fast
+# The request in flight would last a third of the TTL (100 s): pg_ctl's own
+# wait (60 s) ends first unless the stop abandons it.
+as_pg "$PG_BIN/pg_ctl" -D "${dir_of[h1]}/data" -m fast -w stop >/dev/null 2>&1
+stopped=$?
 took=$(($(date +%s%3N) - t0))
-[ "$took" -lt 1500 ] && pass "a fast stop with three hung endpoints at TTL 300 s took $took ms" ||
-    fail "a fast stop with three hung endpoints took $took ms"
+check "a fast stop with three hung endpoints at TTL 300 s abandons the request in flight and stops (pg_ctl's wait did not run out)" \
+    "0 gone" "$stopped $([ -e "${dir_of[h1]}/data/postmaster.pid" ] && echo running || echo gone)"
+promise "... within 1.5 s" "$([ "$took" -lt 1500 ] && echo t || echo f)" "$took ms"
 fi
 
 # --- 9: proxies from the environment; a password over http:// ---------------------

@@ -205,8 +205,8 @@ if want 2; then
         FROM (SELECT next_id('minute', 5) AS id FROM generate_series(1, 1000)) s")"
     d_err=""
     [ -n "$d_min" ] || d_err=$(q_err d "SELECT next_id('minute', 5)")
-    check "a one-minute layout handed over cleanly: the next holder issues above, without waiting for the next minute" \
-        "t t" "$([ "$d_min" -gt "$c_max" ] 2>/dev/null && echo t) $([ "$took" -lt 5000 ] 2>/dev/null && echo t || echo "(first try: $d_err)")"
+    check "a one-minute layout handed over cleanly: the next holder issues above, in the same minute (no wait for the next)" \
+        "t t" "$([ "$d_min" -gt "$c_max" ] 2>/dev/null && echo t) $([ "$(q d -c "SELECT (id_decode('minute', $d_min)).created_at = (id_decode('minute', $c_max)).created_at")" = t ] 2>/dev/null && echo t || echo "f (took $took ms; first try: $d_err)")"
     check "its own id is never given back for idleness" "held|t" \
         "$(q c -c "SELECT next_snowflake_id()" >/dev/null; sleep 2.5; q c -c "SELECT state, node_id FROM shardid_shard_claims() WHERE shard = 3")"
     for n in c d; do cluster_stop "${dir_of[$n]}" fast; done
@@ -255,7 +255,10 @@ fi
 # --- 4: a handover under load ---------------------------------------------
 if want 4; then
     PREFIX=/sh4
-    seconds=${HANDOVER_SECONDS:-60}
+    # The scenario: a release every 2 s until HANDOVERS (15) of them were
+    # made and both nodes issued (a count, whatever the machine's speed;
+    # the suite's hang guard bounds the wait).
+    wanted=${HANDOVERS:-15}
     for n in g h; do
         node_up $n $((base + ${#n} + 6 + $([ $n = h ] && echo 1 || echo 0))) "" "shardid.etcd_wait = 5s" || stop_suite "node $n did not start"
     done
@@ -266,8 +269,7 @@ if want 4; then
     # records nothing.
     for n in g h; do q $n -c "CREATE TABLE log (node text, id bigint, at timestamptz)"; done
     load() {  # NODE
-        local end=$((SECONDS + seconds))
-        while [ $SECONDS -lt $end ]; do
+        while [ ! -e "$work/handovers-done" ]; do
             q "$1" -c "INSERT INTO log SELECT '$1', next_snowflake_id(5), clock_timestamp() FROM generate_series(1, 200)" \
                 >/dev/null 2>&1
         done
@@ -275,8 +277,8 @@ if want 4; then
     load g & lg=$!
     load h & lh=$!
     handovers=0
-    end=$((SECONDS + seconds))
-    while [ $SECONDS -lt $end ]; do
+    started=$SECONDS
+    while [ "$handovers" -lt "$wanted" ] || [ "$(q g -c "SELECT count(*) > 0 FROM log")$(q h -c "SELECT count(*) > 0 FROM log")" != tt ]; do
         sleep 2
         for n in g h; do
             if [ "$(q $n -c "SELECT shardid_release_shard('snowflake', 5)" 2>/dev/null)" = t ]; then
@@ -285,6 +287,8 @@ if want 4; then
             fi
         done
     done
+    seconds=$((SECONDS - started))
+    touch "$work/handovers-done"
     wait $lg $lh
     q h -c "COPY log TO STDOUT" | q g -c "COPY log FROM STDIN"
     read -r total distinct g_n h_n <<<"$(q g -F' ' -c "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE node = 'g'),
@@ -298,8 +302,8 @@ if want 4; then
     switches=$(q g -c "SELECT count(*) FROM (SELECT node <> lag(node) OVER (ORDER BY id) AS s FROM log) x WHERE s")
     gap=$(q g -c "SELECT round(extract(epoch FROM max(d)) * 1000) FROM (SELECT at - lag(at) OVER (ORDER BY at) AS d FROM log) x")
     echo "   handover under load: $seconds s, $handovers releases, $total IDs (g $g_n, h $h_n), holders switched $switches times in ID order, longest gap ${gap} ms"
-    [ "$handovers" -ge $((seconds / 4)) ] && [ "$g_n" -gt 0 ] && [ "$h_n" -gt 0 ] && [ "$switches" -ge $((seconds / 4)) ] &&
-        pass "shard 5 changed hands under load ($handovers releases, both nodes issued)" ||
+    [ "$handovers" -ge "$wanted" ] && [ "$g_n" -gt 0 ] && [ "$h_n" -gt 0 ] && [ "$switches" -ge 2 ] &&
+        pass "shard 5 changed hands under load ($handovers releases, both nodes issued, $switches switches in ID order)" ||
         fail "shard 5 did not change hands under load: $handovers releases, g $g_n, h $h_n IDs, $switches switches"
     check "handover under load: 0 duplicates" "$total" "$distinct"
     check "handover under load: 0 IDs below an ID the other node issued before" "0" "$below"
@@ -423,8 +427,8 @@ if want 8; then
     check "a shard key deleted by hand: node l took the value and issued" "t" "$(q k -c "SELECT count(*) > 0 FROM l_ids")"
     check "... 0 IDs of node l equal to one node k issued" "0" \
         "$(q k -c "SELECT count(*) FROM t JOIN l_ids USING (id)")"
-    check "... node k stopped within 2 s of the deletion (its last ID $((k_last - deleted)) ms after it)" "t" \
-        "$([ $((k_last - deleted)) -lt 2000 ] && echo t || echo f)"
+    promise "... node k stopped within 2 s of the deletion" "$([ $((k_last - deleted)) -lt 2000 ] && echo t || echo f)" \
+        "its last ID $((k_last - deleted)) ms after it"
     grep -q "the key \"$PREFIX/shard/e1577836800000u1t41s10q12/5\" is no longer held by lease" "${dir_of[k]}/server.log" &&
         pass "... and said why in its log" || fail "... node k's log does not say why it stopped"
     for n in k l; do cluster_stop "${dir_of[$n]}" fast; done
@@ -506,10 +510,10 @@ if want 10; then
     first_ok w 60 "INSERT INTO t SELECT next_id('minute') FROM generate_series(1, 3000)" >"$work/w-after"
     wait $n_try
     n_after=$(cat "$work/n-after") w_after=$(cat "$work/w-after")
-    check "shard 5 of a one-minute layout, taken over after a crash: the first IDs within 2 s of the claim ($n_after ms)" \
-        "t" "$([[ "$n_after" =~ ^[0-9]+$ ]] && [ "$n_after" -lt 2000 ] && echo t || echo f)"
-    check "node id 60 taken over after a crash: its one-minute IDs within 2 s of the value's claim ($w_after ms)" \
-        "t" "$([[ "$w_after" =~ ^[0-9]+$ ]] && [ "$w_after" -lt 2000 ] && echo t || echo f)"
+    promise "shard 5 of a one-minute layout, taken over after a crash: the first IDs within 2 s of the claim" \
+        "$([[ "$n_after" =~ ^[0-9]+$ ]] && [ "$n_after" -lt 2000 ] && echo t || echo f)" "$n_after ms"
+    promise "node id 60 taken over after a crash: its one-minute IDs within 2 s of the value's claim" \
+        "$([[ "$w_after" =~ ^[0-9]+$ ]] && [ "$w_after" -lt 2000 ] && echo t || echo f)" "$w_after ms"
     for n in n w; do
         q $n -c "CREATE TABLE j_ids (id bigint)"
         q $n -c "COPY j_ids FROM STDIN" <"$work/j-t"

@@ -82,7 +82,9 @@ start=$(date +%s)
 as_pg "$PG_BIN/pg_ctl" -D "$dir/data" -m fast -w -t 20 stop >/dev/null 2>&1
 stopped=$?
 took=$(($(date +%s) - start))
-if [ "$stopped" -eq 0 ] && [ "$took" -le 10 ] && [ ! -e "$dir/data/postmaster.pid" ]; then
+# The tick waited for is far off: a stop that waited for it would outlast
+# pg_ctl's own wait (20 s), which the check needs, not a time of its own.
+if [ "$stopped" -eq 0 ] && [ ! -e "$dir/data/postmaster.pid" ]; then
     echo "PASS pg_ctl_stop_fast_does_not_wait_for_the_tick (${took}s)"
 else
     echo "FAIL pg_ctl_stop_fast_does_not_wait_for_the_tick: took ${took}s"

@@ -163,13 +163,13 @@ def suite_lines(root):
 def check_suites(root):
     fails = []
     lines = suite_lines(root)
-    kinds = {"script", "scenario", "tap", "unit", "fuzz", "integration", "regress", "helper"}
+    kinds = {"script", "soak", "scenario", "tap", "unit", "fuzz", "integration", "regress", "helper"}
     for kind, pattern, lane in lines:
         if kind not in kinds:
             fails.append(f"test/suites.list: unknown kind \"{kind}\" for {pattern}")
         # scripts/test.sh runs a script suite in its lane; one in none never runs.
-        if kind == "script" and lane not in ("native", "etcd", "etcd2"):
-            fails.append(f"test/suites.list: {pattern} names no lane (native, etcd or etcd2) and would never run")
+        if kind == "script" and lane not in ("native", "etcd", "etcd2", "citus"):
+            fails.append(f"test/suites.list: {pattern} names no lane (native, etcd, etcd2 or citus) and would never run")
         if not glob.glob(os.path.join(root, pattern)):
             fails.append(f"test/suites.list: {pattern} matches no file")
     for dirpath, _, files in os.walk(os.path.join(root, "test")):

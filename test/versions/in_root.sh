@@ -310,22 +310,15 @@ upgrade_suite() {
         broken "upgrade ($PGV, 15 to $PG_MAJOR)" "shardid did not build for PostgreSQL 15 in the root"
         return
     }
-    out=$(OLD_BIN=$old NEW_BIN=$(dirname "$PG_CONFIG") bash test/upgrade/paths.sh 2>&1)
-    rc=$?
-    record_script "upgrade ($PGV, 15 to $PG_MAJOR)" "$out" "$rc"
+    OLD_BIN=$old NEW_BIN=$(dirname "$PG_CONFIG") run_script "upgrade ($PGV, 15 to $PG_MAJOR)" test/upgrade/paths.sh
     # Debian's pg_upgradecluster with the installed package's hook.
-    out=$(OLD_VERSION=15 NEW_VERSION=$PG_MAJOR bash test/upgrade/cluster.sh 2>&1)
-    rc=$?
-    record_script "upgrade ($PGV, pg_upgradecluster 15 to $PG_MAJOR)" "$out" "$rc"
+    OLD_VERSION=15 NEW_VERSION=$PG_MAJOR run_script "upgrade ($PGV, pg_upgradecluster 15 to $PG_MAJOR)" test/upgrade/cluster.sh
 }
 
 # test/citus/citus.sh against the installed package, with Citus built in
 # this root from the vendored source (scripts/citus.sh: cached in the root).
 citus_suite() {
-    local out rc
-    out=$(bash test/citus/citus.sh 2>&1)
-    rc=$?
-    record_script "citus ($PGV, citus)" "$out" "$rc"
+    run_script "citus ($PGV, citus)" test/citus/citus.sh
 }
 
 [[ $suites == *" package "* ]] && package_suite
