@@ -40,7 +40,7 @@ else
     N=1000000; REPS=7; CAP_N=8192000; INS_T=5; INS_ROUNDS=3; IDX_N=1000000; MEM_N=10000000; CORE_TIME=0.5
 fi
 
-ensure_deps
+ensure_deps soak
 build_install
 make -s build/engine_bench >/dev/null
 

@@ -83,9 +83,7 @@ deps_quick() {
 }
 deps_full() {
     deps_quick
-    printf '%s\n' "/usr/bin/clang++:clang" "/usr/include/pqxx/pqxx:libpqxx-dev" \
-        "/usr/include/benchmark/benchmark.h:libbenchmark-dev" \
-        "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-14-dev" \
+    printf '%s\n' "/usr/include/pqxx/pqxx:libpqxx-dev" \
         "/usr/bin/ent:ent" "/usr/bin/rngtest:rng-tools5" "/usr/bin/pgrep:procps" \
         "/usr/bin/sqlsmith:sqlsmith" "/usr/share/perl5/IPC/Run.pm:libipc-run-perl" \
         "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1:faketime" "/usr/bin/prove:perl" \
@@ -94,10 +92,19 @@ deps_full() {
         "/usr/bin/unshare:util-linux" \
         "/usr/lib/python3/dist-packages/psycopg2/__init__.py:python3-psycopg2" \
         "/usr/lib/python3/dist-packages/yaml/__init__.py:python3-yaml" "/usr/bin/etcd:etcd-server" \
-        "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni" "/usr/bin/valgrind:valgrind"
+        "/usr/bin/etcdctl:etcd-client" "/usr/bin/patroni:patroni" "/usr/bin/valgrind:valgrind" \
+        "/usr/sbin/mkfs.xfs:xfsprogs"
 }
 
-# ensure_deps [quick|full]: installs the packages of that list (full when
+# deps_soak: what scripts/soak.sh and scripts/bench.sh add (the fuzzer's
+# clang and its runtime, Google Benchmark).
+deps_soak() {
+    deps_full
+    printf '%s\n' "/usr/bin/clang++:clang" "/usr/include/benchmark/benchmark.h:libbenchmark-dev" \
+        "/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a:libclang-rt-14-dev"
+}
+
+# ensure_deps [quick|full|soak]: installs the packages of that list (full when
 # not named) that are missing, after saying which. DEPS_ROOT (empty) is
 # where the files are looked for: test/structure/build_deps.sh points it at
 # an empty directory to see what a clean machine would be given.
@@ -254,7 +261,7 @@ node_setting() {
     fi
     asked=$(cluster_psql "$dir" "$port" -At -c "SELECT clock_timestamp()" -c "SELECT pg_reload_conf()" | head -1) ||
         return 1
-    for _ in $(seq 1 100); do
+    for _ in $(seq 1 $((100 * ${SHARDID_HANG_SCALE:-1}))); do
         [ "$(cluster_psql "$dir" "$port" -At -c "SELECT pg_conf_load_time() >= '$asked'" 2>/dev/null)" = t ] &&
             return 0
         sleep 0.1
@@ -267,4 +274,37 @@ node_setting() {
 cluster_psql() {
     local dir=$1 port=$2; shift 2
     psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres "$@"
+}
+
+# --- waiting for a condition, and etcd --------------------------------------
+# wait_until WHAT SECONDS COMMAND...: COMMAND again every 0.1 s until it
+# succeeds (true), or false after SECONDS (a hang guard: SHARDID_HANG_SCALE,
+# a whole number, multiplies it), saying WHAT it waited for on stderr.
+wait_until() {
+    local what=$1 limit=$(($2 * ${SHARDID_HANG_SCALE:-1})) i
+    shift 2
+    for ((i = 0; i < limit * 10; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    echo "no end in ${limit}s waiting for: $what" >&2
+    return 1
+}
+
+# etcd members for the suites, on private ports, their data in $work
+# (etcd_pid_of: each member's pid, by name).
+declare -A etcd_pid_of
+# etcd_start NAME CLIENT_PORT PEER_PORT [INITIAL_CLUSTER]: one member.
+etcd_start() {
+    local name=$1 cport=$2 pport=$3 cluster=${4:-$1=http://127.0.0.1:$3}
+    private_port "$cport" && private_port "$pport" || return 1
+    etcd --name "$name" --data-dir "$work/etcd-$name" \
+        --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
+        --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
+        --initial-cluster "$cluster" --initial-cluster-state new --log-level error \
+        >"$work/etcd-$name.log" 2>&1 &
+    etcd_pid_of[$name]=$!
+}
+etcd_wait_up() {  # CLIENT_PORT
+    wait_until "etcd on port $1" 10 etcdctl --endpoints="http://127.0.0.1:$1" endpoint health
 }

@@ -30,7 +30,7 @@ cd "$(dirname "$0")/.."
 
 release=no
 [ "${1:-}" = --release ] && release=yes
-ensure_deps || { broken setup "could not install dependencies"; finish; }
+ensure_deps soak || { broken setup "could not install dependencies"; finish; }
 log "building and installing shardid"
 build_install || { broken build "make or make install failed"; finish; }
 work=$(pg_tmpdir)

@@ -188,6 +188,10 @@ record_script() {
         return 0
     fi
     count_lines "$out"
+    # A part of a suite that cannot run here (its SKIP line says why) is
+    # listed before the final count too.
+    local why
+    while IFS= read -r why; do skip_suite "$name: ${why#SKIP }"; done < <(grep '^SKIP ' <<<"$out")
     # Its FAIL lines again at the very end of the test command (CI's log
     # keeps only the end).
     [ -n "${SHARDID_FAILS:-}" ] && [ -w "$(dirname "$SHARDID_FAILS")" ] && grep '^FAIL' <<<"$out" | sed "s|^FAIL |FAIL $name: |" >>"$SHARDID_FAILS" 2>/dev/null

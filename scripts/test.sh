@@ -65,6 +65,9 @@ chmod 755 "$lanes"
 # Every script suite's FAIL lines, repeated before the final count, and
 # every suite's wall and CPU time, the table before them.
 export SHARDID_FAILS=$lanes/fails SHARDID_TIMES=$lanes/times SHARDID_TEST_PID=$$
+# postgresql-common finds a port free by trying from 5432 on (pg_buildext
+# installcheck, pg_upgradecluster): the suites that use it take turns.
+export SHARDID_PORT_LOCK=$lanes/package.lock
 trap 'cpu_groups_remove; rm -rf "$lanes"; case ${TMPDIR:-} in /dev/shm/shardid-test.*) rm -rf "$TMPDIR" ;; esac' EXIT
 SHARDID_LANE=build cpu_group_enter build || log "no control group for CPU times here: the table gives wall times only"
 
@@ -172,10 +175,13 @@ root_version() {
         return
     fi
     log "PostgreSQL $v root ready in $((SECONDS - started))s"
-    ( flock 9; root_suites "$v" "$shift" package ) 9>"$lanes/package.lock"
+    ( flock 9; root_suites "$v" "$shift" package ) 9>"$SHARDID_PORT_LOCK"
     [ "$v" = "$PG_MAJOR" ] && return
+    # The upgrade suite's pg_upgradecluster takes a port as the package
+    # suites do: in turn with them.
+    [ "$v" = 17 ] && ( flock 9; root_suites "$v" "$shift" upgrade ) 9>"$SHARDID_PORT_LOCK"
     suites="integration tap"
-    [ "$v" = 17 ] && suites+=" partman upgrade"
+    [ "$v" = 17 ] && suites+=" partman"
     # Citus' suite where a Citus release supports the version (17 and 18:
     # Citus 14), listed as skipped where none does (19).
     if citus_supports "$v"; then

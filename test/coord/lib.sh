@@ -3,7 +3,7 @@
 # scripts/lib.sh; call coord_setup first.
 
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-declare -A dir_of port_of etcd_pid_of
+declare -A dir_of port_of
 coord_dirs=()
 coord_pids=()
 
@@ -21,24 +21,6 @@ coord_cleanup() {
     rm -rf "$work" "${coord_dirs[@]}"
 }
 
-# etcd_start NAME CLIENT_PORT PEER_PORT [INITIAL_CLUSTER]: one member.
-etcd_start() {
-    local name=$1 cport=$2 pport=$3 cluster=${4:-$1=http://127.0.0.1:$3}
-    private_port "$cport" && private_port "$pport" || return 1
-    etcd --name "$name" --data-dir "$work/etcd-$name" \
-        --listen-client-urls "http://127.0.0.1:$cport" --advertise-client-urls "http://127.0.0.1:$cport" \
-        --listen-peer-urls "http://127.0.0.1:$pport" --initial-advertise-peer-urls "http://127.0.0.1:$pport" \
-        --initial-cluster "$cluster" --initial-cluster-state new --log-level error \
-        >"$work/etcd-$name.log" 2>&1 &
-    etcd_pid_of[$name]=$!
-}
-etcd_wait_up() {  # CLIENT_PORT
-    for _ in $(seq 1 100); do
-        etcdctl --endpoints="http://127.0.0.1:$1" endpoint health >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    return 1
-}
 ectl() { etcdctl --endpoints="http://127.0.0.1:$ETCD_PORT" "$@"; }
 
 # etcd_main CLIENT_PORT PEER_PORT: the suite's one-member etcd, "main", in
@@ -100,9 +82,10 @@ take_by_hand() {
     kill -CONT "$worker"
     [ -n "$now" ] && [ "$now" != "$old" ]
 }
-# wait_state NODE STATE SECONDS: until shardid_coordination().state is STATE.
+# wait_state NODE STATE SECONDS: until shardid_coordination().state is STATE
+# (SECONDS is a hang guard: SHARDID_HANG_SCALE multiplies it).
 wait_state() {
-    for _ in $(seq 1 $(($3 * 10))); do
+    for _ in $(seq 1 $(($3 * 10 * ${SHARDID_HANG_SCALE:-1}))); do
         [ "$(q "$1" -c "SELECT state FROM shardid_coordination()" 2>/dev/null)" = "$2" ] && return 0
         sleep 0.1
     done
@@ -111,7 +94,7 @@ wait_state() {
 held_id() { q "$1" -c "SELECT node_id FROM shardid_coordination()"; }
 # wait_port PORT: until something listens on 127.0.0.1:PORT (at most 10 s).
 wait_port() {
-    for _ in $(seq 100); do
+    for _ in $(seq $((100 * ${SHARDID_HANG_SCALE:-1}))); do
         (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
         sleep 0.1
     done
@@ -119,7 +102,7 @@ wait_port() {
 }
 # wait_rows NODE TABLE N SECONDS: until TABLE on NODE has at least N rows.
 wait_rows() {
-    for _ in $(seq 1 $(($4 * 10))); do
+    for _ in $(seq 1 $(($4 * 10 * ${SHARDID_HANG_SCALE:-1}))); do
         [ "$(q "$1" -c "SELECT count(*) >= $3 FROM $2" 2>/dev/null)" = t ] && return 0
         sleep 0.1
     done

@@ -81,6 +81,16 @@ missing=$(for p in $full_only; do grep -qE "(^| )$p( |$)" <<<"$(grep -m1 'RUN .*
 check "the full test command installs the rest" "" "$missing"
 grep -qE '^ensure_deps quick ' scripts/quick.sh && pass "scripts/quick.sh asks for the quick list" ||
     fail "scripts/quick.sh does not call ensure_deps quick"
+# The fuzzer's clang and Google Benchmark are the soak run's and the
+# benchmark's (scripts/soak.sh, scripts/bench.sh), not the test command's.
+soak_only="clang libbenchmark-dev libclang-rt-14-dev"
+soak_install=$(grep -m1 'RUN .*apt-get install' <<<"$(given soak)")
+missing=$(for p in $soak_only; do grep -qE "(^| )$p( |$)" <<<"$soak_install" || echo "$p"; done)
+check "scripts/soak.sh and scripts/bench.sh install the fuzzer's compiler and Google Benchmark" "" "$missing"
+extra=$(for p in $soak_only; do grep -qE "(^| )$p( |$)" <<<"$(grep -m1 'RUN .*apt-get install' <<<"$full")" && echo "$p"; done)
+check "... which the test command does not install" "" "$extra"
+grep -qE '^ensure_deps soak ' scripts/soak.sh && grep -qE '^ensure_deps soak$' scripts/bench.sh &&
+    pass "scripts/soak.sh and scripts/bench.sh ask for the soak list" || fail "scripts/soak.sh or scripts/bench.sh does not call ensure_deps soak"
 # The fault-injection runs docs/testing.md shows run alone install what
 # their Python needs (issue 59: test/nemesis/run.sh alone on a fresh
 # machine ended in "No module named 'psycopg2'"): each one's ensure_packages

@@ -25,6 +25,10 @@ if [ "$(id -u)" != 0 ] || ! command -v pg_upgradecluster >/dev/null; then
     echo "SKIP pg_upgradecluster: it needs root and postgresql-common"
     exit 0
 fi
+# postgresql-common finds the upgraded cluster's port free by trying from
+# 5432 on: where the test command runs suites that do so at once, they take
+# turns (SHARDID_PORT_LOCK).
+[ -n "${SHARDID_PORT_LOCK:-}" ] && { exec 9>"$SHARDID_PORT_LOCK"; flock 9; }
 upgrade_setup
 old_port=$(test_port 15710)
 export PG_CLUSTER_CONF_ROOT=$work/etc

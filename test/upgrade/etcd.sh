@@ -7,4 +7,4 @@
 # everything (another prefix), so that only the adopted state bounds what
 # the old server issued. Prints PASS/FAIL lines. Run from the repository
 # root.
-exec env UPGRADE_SOURCE=etcd UPGRADE_PATHS="${UPGRADE_PATHS:-link dump logical}" bash test/upgrade/paths.sh
+exec env UPGRADE_SOURCE=etcd UPGRADE_PORT=16960 UPGRADE_PATHS="${UPGRADE_PATHS:-link dump logical}" bash test/upgrade/paths.sh

@@ -13,9 +13,6 @@ OLD_BIN=${OLD_BIN:-$PG_BIN}
 NEW_BIN=${NEW_BIN:-$PG_BIN}
 UPGRADE_SOURCE=${UPGRADE_SOURCE:-settings}
 N=${UPGRADE_N:-2000}
-# How long a wait for a condition may last before the suite calls it a hang
-# (SHARDID_HANG_SCALE multiplies it on a slow machine).
-hang_s=$((60 * ${SHARDID_HANG_SCALE:-1}))
 
 upgrade_setup() {
     work=$(pg_tmpdir)
@@ -52,35 +49,16 @@ upgrade_cleanup() {
             as_pg "$bin/pg_ctl" -D "$d/data" -m immediate -w stop >/dev/null 2>&1 && break
         done
     done
-    [ -n "${etcd_pid:-}" ] && kill -9 "$etcd_pid" 2>/dev/null && wait "$etcd_pid" 2>/dev/null
+    [ -n "${etcd_pid_of[up]:-}" ] && kill -9 "${etcd_pid_of[up]}" 2>/dev/null && wait "${etcd_pid_of[up]}" 2>/dev/null
     mountpoint -q "$work/xfs" 2>/dev/null && umount "$work/xfs"
     rm -rf "$work"
 }
 
-# upgrade_etcd CLIENT_PORT PEER_PORT: the suite's etcd (one member), in
-# $etcd_url.
+# upgrade_etcd CLIENT_PORT PEER_PORT: the suite's etcd (one member,
+# scripts/lib.sh's etcd_start), in $etcd_url.
 upgrade_etcd() {
-    private_port "$1" && private_port "$2" || stop_suite "etcd's ports"
-    etcd --name up --data-dir "$work/etcd" --listen-client-urls "http://127.0.0.1:$1" \
-        --advertise-client-urls "http://127.0.0.1:$1" --listen-peer-urls "http://127.0.0.1:$2" \
-        --initial-advertise-peer-urls "http://127.0.0.1:$2" --initial-cluster "up=http://127.0.0.1:$2" \
-        --log-level error >"$work/etcd.log" 2>&1 &
-    etcd_pid=$!
+    etcd_start up "$1" "$2" && etcd_wait_up "$1" || stop_suite "etcd did not start"
     etcd_url=http://127.0.0.1:$1
-    until_true "etcd answers" etcdctl --endpoints="$etcd_url" endpoint health || stop_suite "etcd did not start"
-}
-
-# until_true WHAT COMMAND...: COMMAND again every 0.1 s until it succeeds
-# (true), or false after $hang_s seconds (a hang: WHAT is said on stderr).
-until_true() {
-    local what=$1 i
-    shift
-    for ((i = 0; i < hang_s * 10; i++)); do
-        "$@" >/dev/null 2>&1 && return 0
-        sleep 0.1
-    done
-    echo "no end in ${hang_s}s waiting for: $what" >&2
-    return 1
 }
 
 # make_cluster BIN DIR [CONF LINE...]: a new cluster of BIN's PostgreSQL in
@@ -111,7 +89,7 @@ sqlstate() {
 # true at once with node ids from settings.
 held() {
     [ "$UPGRADE_SOURCE" = etcd ] || return 0
-    until_true "the node at $1 holds its id" \
+    wait_until "the node at $1 holds its id" 60 \
         eval "[ \"\$(q '$1' '$2' db1 -c 'SELECT state FROM shardid_coordination()')\" = held ]"
 }
 

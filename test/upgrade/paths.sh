@@ -30,11 +30,14 @@ set -u
 . scripts/lib.sh
 . test/upgrade/lib.sh
 
-old_port=$(test_port 15700)
-new_port=$(test_port 15701)
-standby_port=$(test_port 15702)
+# Its servers' ports (and etcd's): from UPGRADE_PORT, 15700 (etcd.sh, in
+# another lane, takes its own).
+port0=$(test_port "${UPGRADE_PORT:-15700}")
+old_port=$port0
+new_port=$((port0 + 1))
+standby_port=$((port0 + 2))
 upgrade_setup
-[ "$UPGRADE_SOURCE" = etcd ] && upgrade_etcd "$(test_port 15703)" "$(test_port 15704)"
+[ "$UPGRADE_SOURCE" = etcd ] && upgrade_etcd $((port0 + 3)) $((port0 + 4))
 
 # promoted NAME STANDBY_DIR PRIMARY_DIR: the standby (running on
 # $standby_port) has replayed everything the primary wrote, the primary
@@ -43,7 +46,7 @@ upgrade_setup
 promoted() {
     local name=$1 sb=$2 primary=$3 lsn
     lsn=$(q "$primary" "$new_port" postgres -c "SELECT pg_current_wal_lsn()")
-    until_true "the standby replays $lsn" \
+    wait_until "the standby replays $lsn" 60 \
         eval "[ \"\$(q '$sb' '$standby_port' postgres -c \"SELECT pg_last_wal_replay_lsn() >= '$lsn'\")\" = t ]"
     check "$name: the standby replayed the upgraded server's WAL" t \
         "$(q "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")"
@@ -90,7 +93,7 @@ logical_copy() {
             PUBLICATION move" >/dev/null 2>"$work/sub_$db.log" || return 1
     done
     for db in db1 db2; do
-        until_true "the subscription of $db copied every table" \
+        wait_until "the subscription of $db copied every table" 60 \
             eval "[ \"\$(q '$new' '$new_port' '$db' -c \"SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'\")\" = 0 ]" ||
             return 1
     done
