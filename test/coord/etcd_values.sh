@@ -267,15 +267,20 @@ node_up a1 $((base + 71)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s
 wait_state a1 held 10 || stop_suite "a1 did not claim 7"
 node_up b1 $((base + 72)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s" || stop_suite "b1 did not start"
 wait_state b1 refused 10 || fail "b1 is not refused while a1 holds 7"
-loop="DO \$\$ DECLARE stop timestamptz := clock_timestamp() + interval '14 s'; BEGIN
-  WHILE clock_timestamp() < stop LOOP
+# Each node tries to issue all along: a1 for 14 s (its lease is revoked
+# after 2), b1 until it has issued 100 IDs (it waits out a1's fence first;
+# 120 s, scaled by SHARDID_HANG_SCALE, are its hang guard).
+loop() {  # SECONDS ROWS
+    echo "DO \$\$ DECLARE stop timestamptz := clock_timestamp() + interval '$1 s'; BEGIN
+  WHILE clock_timestamp() < stop AND (SELECT count(*) FROM l) < $2 LOOP
     BEGIN INSERT INTO l SELECT clock_timestamp(), next_snowflake_id();
     EXCEPTION WHEN object_not_in_prerequisite_state THEN PERFORM pg_sleep(0.005); END;
     COMMIT;
   END LOOP; END \$\$"
+}
 q a1 -c "CREATE TABLE l (at timestamptz, id bigint)"; q b1 -c "CREATE TABLE l (at timestamptz, id bigint)"
-q a1 -c "SET shardid.etcd_wait = 0" -c "$loop" & la=$!
-q b1 -c "SET shardid.etcd_wait = 0" -c "$loop" & lb=$!
+q a1 -c "SET shardid.etcd_wait = 0" -c "$(loop 14 1000000000)" & la=$!
+q b1 -c "SET shardid.etcd_wait = 0" -c "$(loop $((120 * ${SHARDID_HANG_SCALE:-1})) 100)" & lb=$!
 sleep 2
 lease=$(q a1 -c "SELECT lease_id FROM shardid_coordination()")
 revoked=$(date +%s%3N)
