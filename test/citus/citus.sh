@@ -1014,7 +1014,7 @@ cnode_stop v1; cnode_stop v2
 # and ports; then the page's first statements on it, and its stop.
 trial=$cwork/trial
 tport=$((base + 10))
-out=$(as_pg env DIR="$trial" PG_PORT=$tport sh -s <docs/setup/citus-trial.sh 2>&1)
+out=$(as_pg env DIR="$trial" PG_PORT=$tport PG_BIN="$PG_BIN" sh -s <docs/setup/citus-trial.sh 2>&1)
 check "citus-trial.sh: a coordinator and two workers, each node's id its group" "c (port $tport): citus, configured, node id 0
 w1 (port $((tport + 1))): citus, configured, node id 1
 w2 (port $((tport + 2))): citus, configured, node id 2
