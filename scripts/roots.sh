@@ -153,6 +153,18 @@ root_run() {
             HOME=/root LANG=C.UTF-8 TERM=dumb "$@"' sh "$dir" "$@"
 }
 
+# root_add_host_shardid V OLD: shardid as this machine has it installed for
+# PostgreSQL OLD (the test command built and installed this tree before),
+# into V's root beside the server root_add_host_server copied there: the
+# upgrade suite's old server needs no build of its own.
+root_add_host_shardid() {
+    local dir f pgc=/usr/lib/postgresql/$2/bin/pg_config
+    dir=$(root_dir "$1")
+    for f in "$("$pgc" --pkglibdir)"/shardid* "$("$pgc" --sharedir)"/extension/shardid*; do
+        [ -e "$f" ] && as_root cp -a "$f" "$dir$f"
+    done
+}
+
 # root_add_host_server V OLD: this machine's PostgreSQL OLD (its binaries,
 # libraries, share files and server headers, at their own paths) in V's
 # root, with the shared libraries it needs that the root lacks (in

@@ -111,6 +111,11 @@ run_scripts() {  # LANE
 # package. SHARDID_PG_VERSIONS="" runs none of them. Two lanes share the
 # versions, each on its own ports (SHARDID_PORT_SHIFT).
 versions=${SHARDID_PG_VERSIONS-15 17 18 19}
+# The roots whose Citus suite runs: one per Citus release's code (15 runs
+# 13.2.2 natively; 18 runs 14.0.1, which 17 shares: SHARDID_CITUS_ROOTS="17
+# 18" runs it on 17 too).
+citus_roots=${SHARDID_CITUS_ROOTS-18}
+citus_root() { citus_supports "$1" && [ "$1" != "$PG_MAJOR" ] && [[ " $citus_roots " == *" $1 "* ]]; }
 
 # root_suites V SHIFT SUITES: SUITES inside V's root, their results recorded.
 root_suites() {
@@ -156,7 +161,7 @@ root_prepare() {
     # 17's root gets this machine's PostgreSQL 15, the old server of its
     # pg_upgrade suite (test/upgrade/paths.sh).
     [ "$v" = 17 ] && { root_add_host_server 17 "$PG_MAJOR" || return 1; }
-    if citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && citus_source "$(citus_version_for "$v")" >/dev/null 2>&1; then
+    if citus_root "$v" && citus_source "$(citus_version_for "$v")" >/dev/null 2>&1; then
         citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root"
     fi
     return 0
@@ -179,14 +184,17 @@ root_version() {
     [ "$v" = "$PG_MAJOR" ] && return
     # The upgrade suite's pg_upgradecluster takes a port as the package
     # suites do: in turn with them.
-    [ "$v" = 17 ] && ( flock 9; root_suites "$v" "$shift" upgrade ) 9>"$SHARDID_PORT_LOCK"
+    if [ "$v" = 17 ]; then
+        [ -n "$built" ] && root_add_host_shardid 17 "$PG_MAJOR"
+        ( flock 9; root_suites "$v" "$shift" upgrade ) 9>"$SHARDID_PORT_LOCK"
+    fi
     suites="integration tap"
     [ "$v" = 17 ] && suites+=" partman"
-    # Citus' suite where a Citus release supports the version (17 and 18:
-    # Citus 14), listed as skipped where none does (19).
-    if citus_supports "$v"; then
+    # Citus' suite in the roots that run it, listed as skipped where no
+    # Citus release supports the version (19).
+    if citus_root "$v"; then
         suites+=" citus"
-    else
+    elif ! citus_supports "$v"; then
         skip_suite "citus (PG $v): $(citus_unsupported_why "$v")"
     fi
     root_suites "$v" "$shift" "$suites"
@@ -200,8 +208,8 @@ root_prepared() {
 }
 # The versions wait in a queue, the longest first (17 and 18 run Citus'
 # suite): each roots lane takes the next when it is free.
-printf '%s\n' $(for v in $versions; do citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] && echo "$v"; done) \
-    $(for v in $versions; do citus_supports "$v" && [ "$v" != "$PG_MAJOR" ] || echo "$v"; done) >"$lanes/versions"
+printf '%s\n' $(for v in 17 $versions; do [ "$v" = 17 ] || citus_root "$v" && [[ " $versions " == *" $v "* ]] && echo "$v"; done | awk '!seen[$0]++') \
+    $(for v in $versions; do [ "$v" = 17 ] || citus_root "$v" || echo "$v"; done) >"$lanes/versions"
 cp "$lanes/versions" "$lanes/versions.all"  # the queue empties; the builders read this
 next_version() {
     ( flock 9

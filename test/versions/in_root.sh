@@ -303,9 +303,12 @@ upgrade_suite() {
         broken "upgrade ($PGV, 15 to $PG_MAJOR)" "the root has no PostgreSQL 15"
         return
     fi
-    rm -rf "$work/pg15-build" && cp -a . "$work/pg15-build" && rm -rf "$work/pg15-build/build" &&
+    # shardid for 15: as the test command built and installed it on the
+    # host (scripts/roots.sh, root_add_host_shardid), else built here.
+    [ -f "$("$old/pg_config" --pkglibdir)/shardid.so" ] ||
+    { rm -rf "$work/pg15-build" && cp -a . "$work/pg15-build" && rm -rf "$work/pg15-build/build" &&
         make -s -C "$work/pg15-build" -j2 PG_CONFIG="$old/pg_config" >"$work/pg15-build.log" 2>&1 &&
-        make -s -C "$work/pg15-build" PG_CONFIG="$old/pg_config" install >>"$work/pg15-build.log" 2>&1 || {
+        make -s -C "$work/pg15-build" PG_CONFIG="$old/pg_config" install >>"$work/pg15-build.log" 2>&1; } || {
         tail -20 "$work/pg15-build.log"
         broken "upgrade ($PGV, 15 to $PG_MAJOR)" "shardid did not build for PostgreSQL 15 in the root"
         return
