@@ -23,7 +23,7 @@ if [ "${1:-}" = "--promises" ]; then
     ensure_deps || { broken setup "could not install dependencies"; finish; }
     build_install || { broken build "make or make install failed"; finish; }
     for suite in test/coord/claims.sh test/coord/shards.sh test/coord/outage.sh test/coord/etcd.sh \
-        test/coord/etcd_values.sh test/coord/patroni.sh test/coord/recovery.sh test/citus/citus.sh; do
+        test/coord/etcd_values.sh test/coord/patroni.sh test/coord/recovery.sh test/citus/citus.sh test/clients/compare.sh; do
         out=$(SHARDID_JUDGE_PROMISES=1 bash "$suite" 2>&1)
         rc=$?
         # The suite's other checks count too (the test command's as well).
