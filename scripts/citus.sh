@@ -29,11 +29,11 @@
 citus_version_for() { case $1 in 15) echo 13.2.2 ;; 16 | 17 | 18) echo 14.0.1 ;; *) echo none ;; esac; }
 CITUS_VERSION=$(citus_version_for "${PG_MAJOR:-15}")
 citus_stage() { echo "$SHARDID_ROOTS/citus-$CITUS_VERSION-pg$PG_MAJOR"; }
-# Every program the build calls that minbase lacks (patch, for the vendored
-# patch) and the libraries Citus links with (ICU: PostgreSQL 17's headers
-# include it; libcurl: Citus 14 is built with it, its citus.so does not load
-# without; libselinux1-dev: Debian 12's PostgreSQL 15 links it, sid has none).
-citus_deps="patch libicu-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+# What the build needs (scripts/roots.sh: citus_build_deps), and each
+# release's own (ICU: PostgreSQL 17's headers include it; libcurl: Citus 14
+# is built with it, its citus.so does not load without; libselinux1-dev:
+# Debian 12's PostgreSQL 15 links it, sid has none).
+citus_deps=$citus_build_deps
 case $CITUS_VERSION in
 13.*) citus_deps+=" libselinux1-dev"; citus_configure=(--without-libcurl) ;;
 *) citus_deps+=" libcurl4-openssl-dev"; citus_configure=() ;;

@@ -32,6 +32,11 @@ root_dir() { echo "$SHARDID_ROOTS/pg$(root_name "$1")"; }
 # The versions of a root's PostgreSQL servers.
 root_versions() { case $(root_name "$1") in sid) echo "18 19" ;; *) echo "$1" ;; esac; }
 
+# Every program the Citus build calls that minbase lacks (patch, for the
+# vendored patch) and the libraries Citus links with, whatever its release
+# (scripts/citus.sh adds each release's own).
+citus_build_deps="patch libicu-dev liblz4-dev libzstd-dev libkrb5-dev libssl-dev libxslt1-dev libpam0g-dev libreadline-dev zlib1g-dev"
+
 # What goes into a root: the server, what builds and packages shardid
 # (pg_buildext, debhelper), what its tests use (libpqxx, the TAP framework's
 # IPC::Run, libfaketime, on 17 pg_partman, on 15 what README's package
@@ -44,6 +49,10 @@ root_packages() {
     [ "$(root_name "$1")" = sid ] && extra=" python3-psycopg2"
     # The README's package commands (mk-build-deps) run on 15's root.
     [ "$1" = 15 ] && extra=" devscripts equivs"
+    # Citus 14's build dependencies (scripts/citus.sh), where it is built:
+    # installed with the root, so that its build in the background runs no
+    # apt beside the package suite's.
+    case $(root_name "$1") in 17 | sid) extra+=" $citus_build_deps" ;; esac
     for v in $(root_versions "$1"); do servers+="postgresql-$v postgresql-server-dev-$v "; done
     echo "${servers}postgresql-server-dev-all" \
          "build-essential debhelper dpkg-dev make g++ libpqxx-dev libipc-run-perl faketime procps" \

@@ -27,8 +27,6 @@ cd "$(dirname "$0")/.."
 
 . scripts/suites.sh
 
-ensure_deps || { broken setup "could not install dependencies"; finish; }
-
 # --- lanes at once ---------------------------------------------------------------
 # One after another the suites would take an hour; much of that is waiting
 # (leases, fences, failovers), so after the build they run in six lanes,
@@ -161,8 +159,11 @@ root_prepare() {
     # 17's root gets this machine's PostgreSQL 15, the old server of its
     # pg_upgrade suite (test/upgrade/paths.sh).
     [ "$v" = 17 ] && { root_add_host_server 17 "$PG_MAJOR" || return 1; }
+    # Citus, built in the root in the background: its suite waits for it
+    # (a lock in the root), the package suite before it need not (the
+    # root's packages include Citus' build dependencies: no apt meanwhile).
     if citus_root "$v" && citus_source "$(citus_version_for "$v")" >/dev/null 2>&1; then
-        citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root"
+        ( citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root" ) &
     fi
     return 0
 }
@@ -237,8 +238,14 @@ root_builders() {
         builders+=($!)
     done
 }
+# The roots' builds first (debootstrap is all they need of this machine),
+# then everything the suites need, while they run.
 builders=()
-root_builders
+if [ -n "$versions" ]; then
+    ensure_packages "/usr/sbin/debootstrap:debootstrap" || log "could not install debootstrap"
+    root_builders
+fi
+ensure_deps || { broken setup "could not install dependencies"; finish; }
 # Citus for the Citus suites (scripts/citus.sh): built once per machine and
 # cached, in the background and niced; the suites wait for it (a lock).
 # (Its errors, if any, come again from the suite's own call.)
