@@ -156,9 +156,6 @@ root_prepare() {
     if [ ! -e "$lanes/copied-$(root_name "$v")" ]; then
         root_copy_source "$v" && touch "$lanes/copied-$(root_name "$v")" || return 1
     fi
-    # 17's root gets this machine's PostgreSQL 15, the old server of its
-    # pg_upgrade suite (test/upgrade/paths.sh).
-    [ "$v" = 17 ] && { root_add_host_server 17 "$PG_MAJOR" || return 1; }
     # Citus, built in the root in the background: its suite waits for it
     # (a lock in the root), the package suite before it need not (the
     # root's packages include Citus' build dependencies: no apt meanwhile).
@@ -185,8 +182,15 @@ root_version() {
     [ "$v" = "$PG_MAJOR" ] && return
     # The upgrade suite's pg_upgradecluster takes a port as the package
     # suites do: in turn with them.
+    # 17's root gets this machine's PostgreSQL 15 and its shardid (this
+    # tree's, built and installed before the lanes), the old server of its
+    # upgrade suites.
     if [ "$v" = 17 ]; then
-        [ -n "$built" ] && root_add_host_shardid 17 "$PG_MAJOR"
+        if root_add_host_server 17 "$PG_MAJOR" >>"$lanes/roots-$v.log" 2>&1; then
+            [ -n "$built" ] && root_add_host_shardid 17 "$PG_MAJOR"
+        else
+            log "PostgreSQL $PG_MAJOR could not be copied into the 17 root: $(tail -3 "$lanes/roots-$v.log")"
+        fi
         ( flock 9; root_suites "$v" "$shift" upgrade ) 9>"$SHARDID_PORT_LOCK"
     fi
     suites="integration tap"
