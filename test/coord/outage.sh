@@ -341,9 +341,17 @@ cluster_stop "${dir_of[c2]}" fast
 stopped=$(date +%s%3N)
 mark_stopped=$(ectl get --print-value-only "$PREFIX/mark/41" | cut -d" " -f1)
 echo "# while held the mark led the clock by $((mark_held - stopped)) ms; after the clean stop by $((mark_stopped - stopped)) ms"
-[ $((mark_stopped - stopped)) -le 0 ] && [ "$mark_stopped" -lt "$mark_held" ] &&
-    pass "a clean stop lowers the mark to the last tick issued ($((mark_stopped - stopped)) ms from the stop; it was $((mark_held - stopped)) ms ahead)" ||
-    fail "after a clean stop the mark is $((mark_stopped - stopped)) ms from the stop (held: $((mark_held - stopped)) ms)"
+# Lowering the mark is a courtesy a stop makes within its budget (a loaded
+# machine may not): where the log says it was made, the mark etcd holds is
+# the last tick issued, below the stop.
+if grep -q 'shardid coordinator: released the mark of node id 41 at' "${dir_of[c2]}/server.log"; then
+    [ $((mark_stopped - stopped)) -le 0 ] && [ "$mark_stopped" -lt "$mark_held" ] &&
+        pass "a clean stop lowers the mark to the last tick issued ($((mark_stopped - stopped)) ms from the stop; it was $((mark_held - stopped)) ms ahead)" ||
+        fail "after a clean stop that released the mark, it is $((mark_stopped - stopped)) ms from the stop (held: $((mark_held - stopped)) ms)"
+fi
+promise "... the stop released the mark within its budget" \
+    "$(grep -q 'shardid coordinator: released the mark of node id 41 at' "${dir_of[c2]}/server.log" && echo t || echo f)" \
+    "$(grep 'shardid coordinator:' "${dir_of[c2]}/server.log" | tail -2 | tr '\n' ' ')"
 
 # --- 7: etcd loses its data -----------------------------------------------------
 ETCD_LOST=24141
