@@ -340,7 +340,7 @@ else
         if root_ensure "$v" >/dev/null 2>&1 && root_copy_source "$v"; then
             # Installed for the run and removed after it, so that the root's
             # package test finds no file of shardid's but its package's.
-            root_run "$v" bash -c "cd /build/shardid && make -s -j2 PG_CONFIG=/usr/lib/postgresql/$v/bin/pg_config >/dev/null 2>&1 &&
+            root_run "$v" bash -c "cd $(root_tree "$v") && make -s -j2 PG_CONFIG=/usr/lib/postgresql/$v/bin/pg_config >/dev/null 2>&1 &&
                 make -s install PG_CONFIG=/usr/lib/postgresql/$v/bin/pg_config >/dev/null && PG_MAJOR=$v bash bench/uuid_versions.sh;
                 rc=\$?; make -s uninstall PG_CONFIG=/usr/lib/postgresql/$v/bin/pg_config >/dev/null; exit \$rc" ||
                 echo "  (PostgreSQL $v: the run in its root failed)"

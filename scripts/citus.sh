@@ -183,7 +183,7 @@ citus_root_ensure() {
     dest="$(root_dir "$v")/build/vendor"
     as_root rm -rf "$dest" && as_root mkdir -p "$dest" && as_root cp -a "$src/." "$dest/" || return 1
     root_run "$v" env PG_MAJOR="$v" SHARDID_VENDOR=/build/vendor bash -c \
-        'cd /build/shardid && . scripts/lib.sh && . scripts/roots.sh && . scripts/citus.sh && citus_ensure'
+        "cd $(root_tree "$v") && . scripts/lib.sh && . scripts/roots.sh && . scripts/citus.sh && citus_ensure"
 }
 
 # Nodes live in $cwork (set it to a pg_tmpdir first).

@@ -5,7 +5,7 @@
 #
 #   root_ensure V            build the root for PostgreSQL V unless cached (18
 #                            and 19 share one: root_name, root_versions)
-#   root_copy_source V       put the working tree at /build/shardid in it
+#   root_copy_source V       put the working tree at /build/shardid-V in it
 #   root_run V CMD...        run CMD inside it as root, with its own /proc,
 #                            /dev/shm and /tmp (nothing stays mounted after)
 #
@@ -135,9 +135,12 @@ root_ensure() {
 # The files of the working tree (tracked and new, not ignored), so that what
 # runs in a root is what the developer has; a tree outside git is copied
 # whole but for build output.
+# root_tree V: where root_copy_source V puts the tree, inside V's root (one
+# for each version: 18's and 19's suites may run at once in their root).
+root_tree() { echo "/build/shardid-$1"; }
 root_copy_source() {
     local dest
-    dest="$(root_dir "$1")/build/shardid"
+    dest="$(root_dir "$1")$(root_tree "$1")"
     as_root rm -rf "$dest" && as_root mkdir -p "$dest" || return 1
     if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
         git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do

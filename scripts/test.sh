@@ -118,17 +118,17 @@ citus_root() { citus_supports "$1" && [ "$1" != "$PG_MAJOR" ] && [[ " $citus_roo
 # root_suites V SHIFT SUITES: SUITES inside V's root, their results recorded.
 root_suites() {
     local v=$1 shift=$2 suites=$3 results name ok bad took
-    # One version's suites at a time in a root (18 and 19 share one).
-    exec 8>"$lanes/run-$(root_name "$v").lock"
-    flock 8
-    results="$(root_dir "$v")/build/results.tsv"
+    # Each version's own tree and results in its root (18's and 19's suites
+    # may run at once in theirs; their package suites take turns, as every
+    # root's do).
+    results="$(root_dir "$v")/build/results-$v.tsv"
     as_root rm -f "$results"
     log "PostgreSQL $v in $(root_dir "$v"): $suites"
     local started=$SECONDS cpu0
     cpu0=$(cpu_ms)
-    root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS=/build/results.tsv \
+    root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS="/build/results-$v.tsv" \
         SHARDID_VENDOR=/build/vendor SHARDID_PORT_SHIFT="$shift" \
-        bash /build/shardid/test/versions/in_root.sh 2>&1 |
+        bash "$(root_tree "$v")/test/versions/in_root.sh" 2>&1 |
         grep -vE '[0-9]+ passed, [0-9]+ failed$|^== .* took [0-9]+s$' | sed "s/^/[PG $v] /" |
         # The root's FAIL lines too among those repeated before the count.
         tee >(grep '^\[PG [0-9]*\] FAIL ' | sed "s/^\[PG \([0-9]*\)\] FAIL /FAIL PG \1 root: /" >>"$SHARDID_FAILS")
@@ -142,8 +142,6 @@ root_suites() {
     # The root's CPU, its suites' together (the root has no control group
     # of its own; its suites' rows give their wall times).
     [ -n "$cpu0" ] && times_row "PG $v root, CPU of: $suites" $((SECONDS - started)) $((($(cpu_ms) - cpu0) / 1000))
-    flock -u 8
-    exec 8>&-
     return 0
 }
 
@@ -152,10 +150,7 @@ root_suites() {
 root_prepare() {
     local v=$1
     root_ensure "$v" || return 1
-    # The tree, once per root (18 and 19 share one) and run.
-    if [ ! -e "$lanes/copied-$(root_name "$v")" ]; then
-        root_copy_source "$v" && touch "$lanes/copied-$(root_name "$v")" || return 1
-    fi
+    root_copy_source "$v" || return 1
     # Citus, built in the root in the background: its suite waits for it
     # (a lock in the root), the package suite before it need not (the
     # root's packages include Citus' build dependencies: no apt meanwhile).

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs inside a Debian root made by scripts/roots.sh (as root, from the copy
-# of the tree at /build/shardid), for the root's PostgreSQL $PG_MAJOR:
+# of the tree at /build/shardid-$PG_MAJOR), for the root's PostgreSQL $PG_MAJOR:
 #
 #   package      build the Debian source and binary packages with
 #                dpkg-buildpackage (pg_buildext), install the .deb into the
