@@ -81,7 +81,8 @@ SOURCES
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 
-# fresh_run CMD...: CMD inside the root as root, with /proc, /sys, /dev/pts
+# fresh_run CMD...: CMD inside the root as root, with /proc, /sys (and the
+# machine's control groups, as a machine has them: the CPU column), /dev/pts
 # and a /dev/shm of its own; the mounts vanish with the command. The root
 # is bind-mounted onto itself first, so that its / is a mount point as on
 # a machine: scripts/roots.sh's own namespaces (unshare --propagation
@@ -92,6 +93,7 @@ fresh_run() {
         mount --bind "$dir" "$dir" &&
         mount -t proc proc "$dir/proc" &&
         mount -t sysfs sysfs "$dir/sys" &&
+        { ! mountpoint -q /sys/fs/cgroup || mount --rbind /sys/fs/cgroup "$dir/sys/fs/cgroup"; } &&
         mount -t tmpfs -o mode=1777 tmpfs "$dir/dev/shm" &&
         mount -t devpts -o newinstance,ptmxmode=0666 devpts "$dir/dev/pts" || exit 125
         exec chroot "$dir" env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \

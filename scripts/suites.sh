@@ -62,6 +62,21 @@ cpu_ms() {
         awk '$1 == "usage_usec" { print int($2 / 1000) }' "$cpu_group/cpu.stat" 2>/dev/null
     fi
 }
+# cpu_s_since [MS]: the seconds of CPU this shell's group used since cpu_ms
+# gave MS (since the group began without it); nothing where there is no
+# group (times_row then writes "-").
+cpu_s_since() {
+    local now
+    now=$(cpu_ms)
+    [ -n "$now" ] && echo $(((now - ${1:-0}) / 1000))
+    return 0
+}
+# machine_cpu_ms: the CPU time (ms) the whole machine used since it booted
+# (/proc/stat: user, nice, system, irq, softirq, steal), the run's total
+# where no control group can be made.
+machine_cpu_ms() {
+    awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" { print int(($2 + $3 + $4 + $7 + $8 + $9) * 1000 / hz); exit }' /proc/stat
+}
 # cpu_groups_remove: the groups of this run, once everything in them ended.
 cpu_groups_remove() {
     local top
@@ -83,7 +98,10 @@ times_table() {
     echo "== where the time went (wall and CPU seconds of each suite, longest first; CPU of the Debian roots' suites is their root's, on its own row)"
     printf '%-8s %6s %6s  %s\n' lane wall cpu suite
     sort -t$'\t' -k2,2nr "$SHARDID_TIMES" | awk -F'\t' '{ printf "%-8s %6s %6s  %s\n", $1, $2, $3, $4 }'
-    awk -F'\t' '$3 != "-" { c += $3 } END { printf "CPU seconds in all: %d\n", c }' "$SHARDID_TIMES"
+    awk -F'\t' '$3 != "-" { c += $3 } END { printf "CPU seconds in all: %d (the suites, builds and roots above)\n", c }' "$SHARDID_TIMES"
+    [ -n "${SHARDID_MACHINE_CPU0:-}" ] &&
+        echo "CPU seconds of the whole machine during the run: $((($(machine_cpu_ms) - SHARDID_MACHINE_CPU0) / 1000)) in $((SECONDS - ${SHARDID_RUN_STARTED:-0})) s of wall time (/proc/stat)"
+    return 0
 }
 
 # suite_limit FILE: the hang guard of a script suite, in seconds: its line's

@@ -26,6 +26,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 
 . scripts/suites.sh
+# The whole machine's CPU from here on (the table's last line).
+SHARDID_MACHINE_CPU0=$(machine_cpu_ms) SHARDID_RUN_STARTED=0
 
 # --- lanes at once ---------------------------------------------------------------
 # One after another the suites would take an hour; much of that is waiting
@@ -141,7 +143,7 @@ root_suites() {
     fi
     # The root's CPU, its suites' together (the root has no control group
     # of its own; its suites' rows give their wall times).
-    [ -n "$cpu0" ] && times_row "PG $v root, CPU of: $suites" $((SECONDS - started)) $((($(cpu_ms) - cpu0) / 1000))
+    [ -n "$cpu0" ] && times_row "PG $v root, CPU of: $suites" $((SECONDS - started)) "$(cpu_s_since "$cpu0")"
     return 0
 }
 
@@ -154,8 +156,11 @@ root_prepare() {
     # Citus, built in the root in the background: its suite waits for it
     # (a lock in the root), the package suite before it need not (the
     # root's packages include Citus' build dependencies: no apt meanwhile).
+    # The build must not hold the lock root_prepared holds (fd 9): with it,
+    # the lane asking for the root waited for Citus' build before the
+    # package suite, as if it were part of the root.
     if citus_root "$v" && citus_source "$(citus_version_for "$v")" >/dev/null 2>&1; then
-        ( citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root" ) &
+        ( citus_root_ensure "$v" >&2 || log "Citus did not build in the PostgreSQL $v root" ) 9>&- &
     fi
     return 0
 }
@@ -233,7 +238,7 @@ root_builders() {
           started=$SECONDS cpu0=$(cpu_ms)
           sed -n "$((i + 1))~2p" "$lanes/versions.all" | while read -r v; do root_prepared "$v"; done
           times_row "Debian roots prepared: $(sed -n "$((i + 1))~2p" "$lanes/versions.all" | tr '\n' ' ')(debootstrap, packages, Citus)" \
-              $((SECONDS - started)) $((($(cpu_ms) - ${cpu0:-0}) / 1000)) ) &
+              $((SECONDS - started)) "$(cpu_s_since "$cpu0")" ) &
         builders+=($!)
     done
 }
@@ -253,7 +258,7 @@ ensure_deps || { broken setup "could not install dependencies"; finish; }
   started=$SECONDS
   citus_ensure >/dev/null 2>&1
   times_row "Citus $CITUS_VERSION built for PostgreSQL $PG_MAJOR (cached once per machine)" $((SECONDS - started)) \
-      $(($(cpu_ms) / 1000)) ) &
+      "$(cpu_s_since)" ) &
 
 # --- the build: once, at full priority, before any suite ---------------------
 # The extension (installed) and the core's unit tests, plain (linking the
@@ -267,7 +272,7 @@ if ! make -s -j2 unit >/dev/null 2>build/unit.log; then
     cat build/unit.log >&2
     broken unit "unit tests did not build"
 fi
-times_row "build: shardid, installed, and the unit tests" $((SECONDS - started)) $(($(cpu_ms) / 1000))
+times_row "build: shardid, installed, and the unit tests" $((SECONDS - started)) "$(cpu_s_since)"
 
 # --- native: the unit tests, pg_regress, TAP, integration, the script suites -
 native_lane() {
