@@ -41,7 +41,8 @@ install_tree() { as_root cp -a --remove-destination "$work/stage-$1/." /; }
 
 cluster_init "$work/pg" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" \
     "max_connections = 20" "shared_buffers = '128MB'" "jit = off"
-q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$work/pg" "$port" -At "$@"; }
+dir=$work/pg
+export PGOPTIONS="-c client_min_messages=warning"
 CALLS=("nextval('s1')" "obfuscate_id(i)" "reveal_id(i)" "next_trace_id()" "next_id('l1ms')"
     "next_decimal_id()" "next_call_number()")
 setup_db() {  # TREE: its database, made with that tree installed

@@ -7,7 +7,7 @@
 # nodes at once (pgbench, CLIENTS connections in all, SECONDS each), in
 # ROUNDS interleaved rounds; the table gives the best round of each and
 # the ratio to bigserial. Then the properties, each backed by
-# test/citus/citus.sh. scripts/bench.sh runs it (section 5d); prints one
+# test/citus/ids.sh. scripts/bench.sh runs it (section 5d); prints one
 # SKIP line where Citus cannot be had (scripts/citus.sh).
 #   bash bench/citus.sh [SECONDS ROUNDS CLIENTS]
 set -u
@@ -77,6 +77,6 @@ echo "| property | next_trace_id() (node id = Citus group) | bigserial on Citus 
 echo "|---|---|---|---|"
 echo "| ordered by time across nodes | yes (to the second; per node to the ID) | no: each node has its own range, group id << 48 | no |"
 echo "| decodes to time and node | yes: trace_id_decode() | no | no |"
-echo "| defaults evaluated on workers (MX, INSERT ... SELECT) | yes, unique (test/citus/citus.sh) | yes, from the worker's range | yes |"
+echo "| defaults evaluated on workers (MX, INSERT ... SELECT) | yes, unique (test/citus/ids.sh) | yes, from the worker's range | yes |"
 echo "| fits an int or smallint column | no: 64 bits | no from workers: Citus refuses | no: 128 bits |"
 echo "| configuration | one line on every node: shardid.node_id_source = citus | none | none |"

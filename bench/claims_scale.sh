@@ -25,10 +25,10 @@ PY=/usr/bin/python3
 TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 60s" "shared_buffers = '256MB'" "jit = off")
 INSTAGRAM=e1314220021721u1t40s13q10
 counter() { cat "$work/count-$1" 2>/dev/null || echo "0 0"; }
-held() { q "$1" -c "SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND space = '$INSTAGRAM'"; }
+held_claims() { q "$1" -c "SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND space = '$INSTAGRAM'"; }
 wait_held() {  # NODE N SECONDS
     for _ in $(seq $(($3 * 20))); do
-        [ "$(held "$1")" -ge "$2" ] && return 0
+        [ "$(held_claims "$1")" -ge "$2" ] && return 0
         sleep 0.05
     done
     return 1
@@ -115,4 +115,4 @@ for set in 0-2730 2731-5461 5462-8191; do
 done
 wait "${firsts[@]}"
 t1=$(date +%s%3N)
-echo "  three nodes splitting 8,192 logical shards (shardid.shards), from their first use until all are held: $((t1 - t0)) ms ($(held n0) + $(held n1) + $(held n2) held)"
+echo "  three nodes splitting 8,192 logical shards (shardid.shards), from their first use until all are held: $((t1 - t0)) ms ($(held_claims n0) + $(held_claims n1) + $(held_claims n2) held)"

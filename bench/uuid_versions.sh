@@ -16,7 +16,7 @@ trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shared_buffers = '256MB'" \
     "jit = off" "max_wal_size = '4GB'" >/dev/null
 cluster_start "$dir" "$port"
-q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -At "$@"; }
+export PGOPTIONS="-c client_min_messages=warning"
 q -c "CREATE EXTENSION shardid" -c "CREATE TABLE cost (expr text, ns float8)" -c "CREATE TABLE bulk (expr text, ms float8, bytes bigint)"
 exprs=("next_uuidv7()" "gen_random_uuid()")
 [ "$(q -c "SELECT current_setting('server_version_num')::int >= 180000")" = t ] && exprs+=("uuidv7()")

@@ -23,7 +23,7 @@ if [ "${1:-}" = "--promises" ]; then
     ensure_deps || { broken setup "could not install dependencies"; finish; }
     build_install || { broken build "make or make install failed"; finish; }
     for suite in test/coord/claims.sh test/coord/shards.sh test/coord/outage.sh test/coord/etcd.sh \
-        test/coord/etcd_values.sh test/coord/patroni.sh test/coord/recovery.sh test/citus/citus.sh test/clients/compare.sh; do
+        test/coord/etcd_values.sh test/coord/patroni.sh test/coord/recovery.sh test/citus/ids.sh test/citus/keys.sh test/citus/fences.sh test/clients/compare.sh; do
         out=$(SHARDID_JUDGE_PROMISES=1 bash "$suite" 2>&1)
         rc=$?
         # The suite's other checks count too (the test command's as well).
@@ -50,7 +50,7 @@ trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 server_conf=("max_connections = 20" "shared_buffers = '256MB'" "jit = off" "work_mem = '512MB'")
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 1" "${server_conf[@]}"
 cluster_start "$dir" "$port"
-q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -At "$@"; }
+export PGOPTIONS="-c client_min_messages=warning"
 table() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -P footer=off "$@"; }
 q -f bench/setup.sql >/dev/null
 

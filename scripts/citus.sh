@@ -218,6 +218,54 @@ cq() {
     as_pg "$PG_BIN/psql" -h 127.0.0.1 -p "${cport_of[$n]}" -U postgres -X -At -v ON_ERROR_STOP=1 "$@"
 }
 cnode_add() { cq c -c "SELECT citus_add_node('127.0.0.1', ${cport_of[$1]})" >/dev/null; }
+# cq_err NODE SQL: the first lines of SQL's error on NODE, verbose (the
+# SQLSTATE, then detail and hint), on one line.
+cq_err() { cq "$1" -c "\\set VERBOSITY verbose" -c "$2" 2>&1 >/dev/null | head -3 | tr '\n' ' '; }
+# timed_in_server NODE EXPRESSIONS: one PERFORM of EXPRESSIONS on NODE, timed
+# by the server (a loaded CI's new connection alone can take seconds); its
+# NOTICE "took N ms: ok" or "took N ms: SQLSTATE message (hint: ...)";
+# took_of TEXT: the N of it.
+timed_in_server() {
+    cq "$1" -c "DO \$\$ DECLARE t0 timestamptz := clock_timestamp(); h text; BEGIN
+    PERFORM $2;
+    RAISE NOTICE 'took % ms: ok', round(extract(epoch FROM clock_timestamp() - t0) * 1000);
+EXCEPTION WHEN OTHERS THEN
+    GET STACKED DIAGNOSTICS h = PG_EXCEPTION_HINT;
+    RAISE NOTICE 'took % ms: % % (hint: %)', round(extract(epoch FROM clock_timestamp() - t0) * 1000), SQLSTATE, SQLERRM, h;
+END \$\$" 2>&1
+}
+took_of() { grep -o 'took [0-9]*' <<<"$1" | grep -o '[0-9]*$'; }
+
+# citus_cluster_up BASE: a suite's cluster, in $cwork (made here, removed
+# when the suite exits, its servers stopped): the coordinator "c" on BASE and
+# the workers "w1" and "w2" on BASE+1 and BASE+2, each node's id its Citus
+# group id (citus_src, the setting for more nodes), the coordinator's host
+# in the metadata, and shardid created on the coordinator (so on every
+# node); the suite stops where a step fails. The coordinator leases its key
+# ring for 3 s at most (shardid.citus_fence caps its leases, key_lease.cpp):
+# a change of the ring waits that long for the workers' leases, not 10 s.
+citus_src="shardid.node_id_source = citus"
+citus_cluster_up() {
+    base=$1
+    cwork=$(pg_tmpdir)
+    trap 'cnodes_stop; rm -rf "$cwork"' EXIT
+    cnode_up c "$base" "$citus_src" "shardid.citus_fence = 3s" || stop_suite "citus: the coordinator did not start: $(cnode_why c)"
+    cnode_up w1 $((base + 1)) "$citus_src" && cnode_up w2 $((base + 2)) "$citus_src" ||
+        stop_suite "citus: a worker did not start: $(cnode_why w1) $(cnode_why w2)"
+    cq c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null &&
+        cnode_add w1 && cnode_add w2 || stop_suite "citus: the workers could not be added"
+    cq c -c "CREATE EXTENSION shardid" >/dev/null || stop_suite "citus: CREATE EXTENSION shardid failed on the coordinator"
+}
+# citus_no_crash NODE...: a FAIL line for each node whose log says a process
+# of it crashed.
+citus_no_crash() {
+    local n
+    for n in "$@"; do
+        grep -q "was terminated by signal\|server process .* terminated" "${cdir_of[$n]}/server.log" &&
+            fail "a process of $n crashed: $(grep -m1 'terminated' "${cdir_of[$n]}/server.log")"
+    done
+    return 0
+}
 cnodes_stop() {
     local n
     for n in "${!cdir_of[@]}"; do

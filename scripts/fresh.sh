@@ -57,7 +57,7 @@ end_root_processes() {
         sleep 1
     done
 }
-cleanup() {
+fresh_cleanup() {
     end_root_processes
     if [ "$keep" = yes ]; then
         log "the root stays in $root (log: $logf)"
@@ -65,7 +65,7 @@ cleanup() {
         rm -rf "$base"
     fi
 }
-trap cleanup EXIT
+trap fresh_cleanup EXIT
 
 log "a new Debian bookworm root (minbase) in $root"
 debootstrap --variant=minbase bookworm "$root" "$DEBIAN_MIRROR" >"$base/debootstrap.log" 2>&1 || {

@@ -96,6 +96,13 @@ deps_full() {
         "/usr/sbin/mkfs.xfs:xfsprogs"
 }
 
+# deps_clients: what test/clients/compare.sh installs the client libraries
+# with, as a user would (the test command installs it during the build).
+deps_clients() {
+    printf '%s\n' "/usr/bin/node:nodejs" "/usr/bin/npm:npm" "/usr/lib/python3/dist-packages/wheel/__init__.py:python3-wheel" \
+        "/usr/lib/python3/dist-packages/pip/__init__.py:python3-pip" "/usr/lib/python3.11/ensurepip/__init__.py:python3-venv"
+}
+
 # deps_soak: what scripts/soak.sh and scripts/bench.sh add (the fuzzer's
 # clang and its runtime, Google Benchmark).
 deps_soak() {
@@ -275,6 +282,40 @@ cluster_psql() {
     local dir=$1 port=$2; shift 2
     psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres "$@"
 }
+# A suite's servers: named nodes in dir_of[NAME] and port_of[NAME] (their
+# socket directory and port), or its one server in $dir and $port.
+declare -gA dir_of port_of
+# q [NODE] PSQL-ARGS...: psql -At as the superuser, in database postgres (a
+# -d among the arguments names another), on NODE where the first argument
+# names one, else on the suite's one server, else on the server the
+# environment names (PGHOST, PGPORT: the integration run's scenarios). A
+# suite that wants no notices exports PGOPTIONS="-c client_min_messages=warning".
+q() {
+    if [ $# -gt 0 ] && [ -n "${dir_of[$1]+set}" ]; then
+        local n=$1
+        shift
+        cluster_psql "${dir_of[$n]}" "${port_of[$n]}" -At "$@"
+    elif [ -n "${dir:-}" ]; then
+        cluster_psql "$dir" "${port:?no port for the server in $dir}" -At "$@"
+    else
+        psql -X -q -v ON_ERROR_STOP=1 -At "$@"
+    fi
+}
+
+# sqlstate_of PSQL-COMMAND...: "ok" where the command (a psql, or a function
+# running one) succeeds, else the SQLSTATE of its first error.
+sqlstate_of() {
+    local out
+    out=$("$@" -v VERBOSITY=verbose 2>&1) && { echo ok; return; }
+    grep -oE 'ERROR:  [0-9A-Z]{5}' <<<"$out" | head -1 | cut -c9-
+}
+# kv TEXT KEY: VALUE of the word KEY=VALUE in TEXT (load.py's summaries).
+kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }
+# ms_now: the wall clock, in milliseconds since the epoch.
+ms_now() { date +%s%3N; }
+# want N: a suite's section N is to run (the suite sets sections=" 1 2 ... ",
+# from a variable of its own, to run some of them).
+want() { [[ "${sections:-}" == *" $1 "* ]]; }
 
 # --- waiting for a condition, and etcd --------------------------------------
 # wait_until WHAT SECONDS COMMAND...: COMMAND again every 0.1 s until it
@@ -290,6 +331,11 @@ wait_until() {
     echo "no end in ${limit}s waiting for: $what" >&2
     return 1
 }
+# shows WANT PSQL-COMMAND...: the command (a q or cq with its node, and
+# -c "SHOW name" or a query) prints WANT: with wait_until, a setting
+# reloaded (pg_reload_conf() returns before the postmaster has read the
+# file; a new session then has it) or a state reached, instead of a sleep.
+shows() { [ "$("${@:2}" 2>/dev/null)" = "$1" ]; }
 
 # etcd members for the suites, on private ports, their data in $work
 # (etcd_pid_of: each member's pid, by name).

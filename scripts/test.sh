@@ -40,9 +40,10 @@ SHARDID_MACHINE_CPU0=$(machine_cpu_ms) SHARDID_RUN_STARTED=0
 #          outages, Patroni, upgrades), which wait far more than they
 #          compute;
 #   native the unit tests, pg_regress, TAP, the integration tests and
-#          every other script suite of PostgreSQL 15;
-#   citus  the Citus suites, once Citus is built (in the background since
-#          the start, or cached);
+#          most other script suites of PostgreSQL 15;
+#   citus  the hostile, upgrade and multi-node suites while Citus builds
+#          (in the background since the dependencies are in, or cached),
+#          then the Citus suites;
 #   roots, roots2  the Debian roots from a queue, longest first (prepared
 #          in the background since the start, two at a time, or cached in
 #          /var/cache/shardid-test), and their suites.
@@ -128,9 +129,11 @@ root_suites() {
     log "PostgreSQL $v in $(root_dir "$v"): $suites"
     local started=$SECONDS cpu0
     cpu0=$(cpu_ms)
+    # fd 9 on the port lock: the root's steps that let postgresql-common
+    # pick a port take turns on it with the other roots' and the host's.
     root_run "$v" env PG_MAJOR="$v" SHARDID_ROOT_SUITES="$suites" SHARDID_RESULTS="/build/results-$v.tsv" \
-        SHARDID_VENDOR=/build/vendor SHARDID_PORT_SHIFT="$shift" \
-        bash "$(root_tree "$v")/test/versions/in_root.sh" 2>&1 |
+        SHARDID_VENDOR=/build/vendor SHARDID_PORT_SHIFT="$shift" SHARDID_PORT_FD=9 \
+        bash "$(root_tree "$v")/test/versions/in_root.sh" 9>"$SHARDID_PORT_LOCK" 2>&1 |
         grep -vE '[0-9]+ passed, [0-9]+ failed$|^== .* took [0-9]+s$' | sed "s/^/[PG $v] /" |
         # The root's FAIL lines too among those repeated before the count.
         tee >(grep '^\[PG [0-9]*\] FAIL ' | sed "s/^\[PG \([0-9]*\)\] FAIL /FAIL PG \1 root: /" >>"$SHARDID_FAILS")
@@ -166,9 +169,9 @@ root_prepare() {
 }
 
 # root_version SHIFT V: V's suites in its root, prepared first unless done.
-# The package suite's pg_buildext installcheck serves on a port
-# postgresql-common picks as free when it starts a server: one root's at a
-# time (a lock between the two lanes).
+# The steps that serve on a port postgresql-common picks as free (pg_buildext
+# installcheck, pg_upgradecluster) take turns on SHARDID_PORT_LOCK inside
+# the root (test/versions/in_root.sh: port_turn); the rest runs at once.
 root_version() {
     local shift=$1 v=$2 started suites
     started=$SECONDS
@@ -178,10 +181,8 @@ root_version() {
         return
     fi
     log "PostgreSQL $v root ready in $((SECONDS - started))s"
-    ( flock 9; root_suites "$v" "$shift" package ) 9>"$SHARDID_PORT_LOCK"
+    root_suites "$v" "$shift" package
     [ "$v" = "$PG_MAJOR" ] && return
-    # The upgrade suite's pg_upgradecluster takes a port as the package
-    # suites do: in turn with them.
     # 17's root gets this machine's PostgreSQL 15 and its shardid (this
     # tree's, built and installed before the lanes), the old server of its
     # upgrade suites.
@@ -191,7 +192,7 @@ root_version() {
         else
             log "PostgreSQL $PG_MAJOR could not be copied into the 17 root: $(tail -3 "$lanes/roots-$v.log")"
         fi
-        ( flock 9; root_suites "$v" "$shift" upgrade ) 9>"$SHARDID_PORT_LOCK"
+        root_suites "$v" "$shift" upgrade
     fi
     suites="integration tap"
     [ "$v" = 17 ] && suites+=" partman"
@@ -249,11 +250,20 @@ if [ -n "$versions" ]; then
     ensure_packages "/usr/sbin/debootstrap:debootstrap" || log "could not install debootstrap"
     root_builders
 fi
-ensure_deps || { broken setup "could not install dependencies"; finish; }
-# Citus for the Citus suites (scripts/citus.sh): built once per machine and
-# cached, in the background and niced; the suites wait for it (a lock).
+# What the build needs, first; the rest of what the suites need (and the
+# clients' tools) in the background while shardid builds, apt's turn then
+# going to Citus' build dependencies: Citus for the Citus suites
+# (scripts/citus.sh), built once per machine and cached, niced; its suites
+# wait for it (a lock), and the citus lane runs its other suites first.
 # (Its errors, if any, come again from the suite's own call.)
-( renice -n 10 -p "$BASHPID" >/dev/null 2>&1; ionice -c 2 -n 7 -p "$BASHPID" 2>/dev/null
+ensure_deps quick || { broken setup "could not install the build's dependencies"; finish; }
+( started=$SECONDS
+  SHARDID_LANE=deps cpu_group_enter deps
+  mapfile -t clients_deps < <(deps_clients)
+  { ensure_deps full && ensure_packages "${clients_deps[@]}"; } >"$lanes/deps.log" 2>&1
+  echo $? >"$lanes/deps.rc"
+  times_row "dependencies of the suites installed (beside the build)" $((SECONDS - started)) "$(cpu_s_since)"
+  renice -n 5 -p "$BASHPID" >/dev/null 2>&1
   SHARDID_LANE=citus-build cpu_group_enter citus-build
   started=$SECONDS
   citus_ensure >/dev/null 2>&1
@@ -273,6 +283,13 @@ if ! make -s -j2 unit >/dev/null 2>build/unit.log; then
     broken unit "unit tests did not build"
 fi
 times_row "build: shardid, installed, and the unit tests" $((SECONDS - started)) "$(cpu_s_since)"
+# The suites start once their dependencies are in.
+wait_until "the suites' dependencies installed" 1800 test -s "$lanes/deps.rc"
+if [ "$(cat "$lanes/deps.rc" 2>/dev/null)" != 0 ]; then
+    cat "$lanes/deps.log" >&2
+    broken setup "could not install dependencies"
+    finish
+fi
 
 # --- native: the unit tests, pg_regress, TAP, integration, the script suites -
 native_lane() {

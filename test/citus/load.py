@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Load through every node of a Citus cluster on every write path, then a
-check of the whole history (test/citus/citus.sh runs it).
+check of the whole history (test/citus/ids.sh runs it).
 
-  load.py --seconds N --node NAME=PORT:GROUP ... [--expect-duplicates]
+  load.py --seconds N [--until FILE] --node NAME=PORT:GROUP ... [--expect-duplicates]
 
 Clients, one connection each, for every node: router INSERT (one row,
 RETURNING id), multi-row INSERT (10 rows), COPY (10 rows, each naming its
@@ -23,6 +23,7 @@ negative control: every node on one hand-set id) the duplicates check
 passes exactly when there are duplicates.
 """
 import argparse
+import os
 import collections
 import random
 import sys
@@ -52,7 +53,7 @@ class Client(threading.Thread):
     def run(self):
         rnd = random.Random(self.name)
         conn = None
-        while time.time() < self.deadline:
+        while time.time() < self.deadline and not (UNTIL and os.path.exists(UNTIL)):
             try:
                 if conn is None:
                     conn = connect(self.port)
@@ -102,17 +103,21 @@ class Client(threading.Thread):
             time.sleep(0.2)
 
 
+UNTIL = None  # --until: the file whose existence ends the load
 TABLES = ["events", "events_copy", "events_by_k", "ref_events"] + [f"tenant_{k}.orders" for k in
                                                                       range(1, TENANT_SCHEMAS + 1)]
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--seconds", type=float, default=60, help="how long at most (with --until: a hang guard)")
+    ap.add_argument("--until", help="end once this file exists (the events the load is to meet are over)")
     ap.add_argument("--node", action="append", required=True, help="NAME=PORT:GROUP")
     ap.add_argument("--expect-duplicates", action="store_true")
     ap.add_argument("--paths", default="router,multi,copy,reference,schema")
     args = ap.parse_args()
+    global UNTIL
+    UNTIL = args.until
     nodes = []
     for spec in args.node:
         name, rest = spec.split("=")

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Statements that need the coordinator's keys and call-number runs, timed,
-while test/citus/citus.sh pauses the coordinator (section 4d).
+while test/citus/fences.sh pauses the coordinator (section 4d).
 
   pause_load.py --port P --seconds N [--fresh] [--label L] [--raw FILE]
 

@@ -28,8 +28,7 @@ trap 'cnodes_stop; rm -rf "$cwork"' EXIT
 # Every statement has a hang guard (SHARDID_HANG_SCALE scales it): a
 # generator of a layout of hourly ticks waits for its next tick when the
 # one in progress is used up.
-q() { PGOPTIONS="-c client_min_messages=warning -c statement_timeout=$((60 * ${SHARDID_HANG_SCALE:-1}))s" cq "$@"; }
-sqlstate() { q "$1" -v VERBOSITY=verbose -c "$2" 2>&1 >/dev/null | grep -oE 'ERROR:  [0-9A-Z]{5}' | head -1 | cut -c9-; }
+export PGOPTIONS="-c client_min_messages=warning -c statement_timeout=$((60 * ${SHARDID_HANG_SCALE:-1}))s"
 N=1000
 # Every node's clock five minutes into the next UTC day: old and new hourly
 # IDs share an hour however long the run takes.
@@ -39,15 +38,15 @@ conf=("shardid.node_id_source = citus" "shardid.clock_offset_ms = $offset" "shar
 
 cnode_up c "$base" "${conf[@]}" && cnode_up w1 $((base + 1)) "${conf[@]}" && cnode_up w2 $((base + 2)) "${conf[@]}" ||
     stop_suite "a node did not start: $(cnode_why c) $(cnode_why w1) $(cnode_why w2)"
-q c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null
+cq c -c "SELECT citus_set_coordinator_host('127.0.0.1', $base)" >/dev/null
 cnode_add w1 && cnode_add w2 || stop_suite "citus_add_node() failed"
-q c -c "CREATE EXTENSION shardid" -c "SELECT create_layout('hourly', '2024-01-01', '1 hour', 20, 8, 20)" >/dev/null ||
+cq c -c "CREATE EXTENSION shardid" -c "SELECT create_layout('hourly', '2024-01-01', '1 hour', 20, 8, 20)" >/dev/null ||
     stop_suite "CREATE EXTENSION shardid or create_layout() failed"
 
 # issue NODE TAG: N IDs of each scheme on NODE, into its local table ids_TAG
 # (scheme, id).
 issue() {
-    q "$1" -c "CREATE TABLE ids_$2 AS
+    cq "$1" -c "CREATE TABLE ids_$2 AS
         SELECT 'hourly' AS scheme, next_id('hourly')::text AS id FROM generate_series(1, $N)
         UNION ALL SELECT 'trace', next_trace_id()::text FROM generate_series(1, $N)
         UNION ALL SELECT 'decimal', next_decimal_id()::text FROM generate_series(1, $N)
@@ -57,8 +56,8 @@ issue() {
 every_id() {
     local n t
     for n in c w1 w2; do
-        for t in $(q "$n" -c "SELECT relname FROM pg_class WHERE relname LIKE 'ids\_%' AND relkind = 'r'"); do
-            q "$n" -F' ' -c "SELECT '$n', '$t', scheme, id FROM $t"
+        for t in $(cq "$n" -c "SELECT relname FROM pg_class WHERE relname LIKE 'ids\_%' AND relkind = 'r'"); do
+            cq "$n" -F' ' -c "SELECT '$n', '$t', scheme, id FROM $t"
         done
     done
 }
@@ -69,7 +68,7 @@ for n in c w1 w2; do issue "$n" old || stop_suite "the old IDs of $n could not b
 # Citus' documentation says; the old directory kept in $cwork/NODE.old.
 upgrade() {
     local n=$1 d=${cdir_of[$1]}
-    q "$n" -c "SELECT citus_prepare_pg_upgrade()" >/dev/null || return 1
+    cq "$n" -c "SELECT citus_prepare_pg_upgrade()" >/dev/null || return 1
     cnode_stop "$n" || return 1
     as_pg mv "$d/data" "$d/data.old" || return 1
     # The new directory takes the old one's configuration: its settings and
@@ -83,14 +82,14 @@ upgrade() {
         tail -5 "$cwork/upgrade_$n.log"
         return 1
     }
-    cnode_start "$n" && q "$n" -c "SELECT citus_finish_pg_upgrade()" >/dev/null
+    cnode_start "$n" && cq "$n" -c "SELECT citus_finish_pg_upgrade()" >/dev/null
 }
 
 for n in w1 w2 c; do
     upgrade "$n" || stop_suite "$n: the upgrade failed: $(cnode_why "$n")"
     got=""
     for sql in "SELECT next_id('hourly')" "SELECT next_trace_id()" "SELECT next_decimal_id()" "SELECT next_call_number()"; do
-        got+="$(sqlstate "$n" "$sql") "
+        got+="$(sqlstate_of cq "$n" -c "$sql") "
     done
     check "$n, upgraded: every scheme refuses (55000) until its old state is adopted" "55000 55000 55000 55000 " "$got"
     # The nodes not being upgraded go on (a worker upgraded earlier has
@@ -101,11 +100,11 @@ for n in w1 w2 c; do
         sql="SELECT next_id('hourly'), next_trace_id()" what="hourly IDs and TraceIds"
         [ "$n" != c ] && sql+=", next_call_number()" what+=" and call numbers"
         check "$n, upgraded and awaiting: $o issues $what meanwhile" "ok" \
-            "$(q "$o" -c "$sql" >/dev/null 2>&1 && echo ok)"
+            "$(cq "$o" -c "$sql" >/dev/null 2>&1 && echo ok)"
     done
-    q "$n" -c "SELECT shardid_adopt_state(pg_read_file('${cdir_of[$n]}/data.old/shardid.hwm'))" >/dev/null ||
+    cq "$n" -c "SELECT shardid_adopt_state(pg_read_file('${cdir_of[$n]}/data.old/shardid.hwm'))" >/dev/null ||
         fail "$n: shardid_adopt_state() failed"
-    check "$n: after the adoption it awaits nothing" "f" "$(q "$n" -c "SELECT awaiting_adoption FROM shardid_node_history()")"
+    check "$n: after the adoption it awaits nothing" "f" "$(cq "$n" -c "SELECT awaiting_adoption FROM shardid_node_history()")"
     # A worker is a new server of its group (its token is new): the
     # coordinator confirms it above the tick holding its predecessor's last
     # window end, so its hourly layout continues in the next hour
@@ -120,7 +119,7 @@ for n in w1 w2 c; do
     fi
     issue "$n" "new_$n" || fail "$n: no new IDs after the adoption"
     check "$n: its hourly IDs sort above its old ones (in their hour: $same_hour)" "t $same_hour" \
-        "$(q "$n" -c "SELECT (SELECT min(id::bigint) FROM ids_new_$n WHERE scheme = 'hourly') > (SELECT max(id::bigint) FROM ids_old WHERE scheme = 'hourly'),
+        "$(cq "$n" -c "SELECT (SELECT min(id::bigint) FROM ids_new_$n WHERE scheme = 'hourly') > (SELECT max(id::bigint) FROM ids_old WHERE scheme = 'hourly'),
             (SELECT (id_decode('hourly', min(id::bigint))).created_at FROM ids_new_$n WHERE scheme = 'hourly')
               = (SELECT (id_decode('hourly', max(id::bigint))).created_at FROM ids_old WHERE scheme = 'hourly')" | tr '|' ' ')"
 done

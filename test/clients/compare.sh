@@ -11,8 +11,8 @@
 # installed ones. One PASS/FAIL line per check; run from the repository root.
 set -u
 . scripts/lib.sh
-ensure_packages "/usr/bin/node:nodejs" "/usr/bin/npm:npm" "/usr/lib/python3/dist-packages/wheel/__init__.py:python3-wheel" \
-    "/usr/lib/python3/dist-packages/pip/__init__.py:python3-pip" "/usr/lib/python3.11/ensurepip/__init__.py:python3-venv" ||
+mapfile -t clients_deps < <(deps_clients)
+ensure_packages "${clients_deps[@]}" ||
     stop_suite "the clients' tools (nodejs, npm, python3-venv, python3-pip, python3-wheel) could not be installed"
 root=$PWD
 dir=$(pg_tmpdir)

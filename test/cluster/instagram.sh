@@ -41,12 +41,12 @@ proxy=$base/proxy a=$base/a b=$base/b
 pport=15610 aport=15611 bport=15612
 mkdir -p "$proxy" "$a" "$b"
 [ "$(id -u)" = 0 ] && chown postgres: "$proxy" "$a" "$b"
-cleanup() {
+instagram_cleanup() {
     [ "$keep" = yes ] && return
     cluster_stop "$proxy" immediate; cluster_stop "$a" immediate; cluster_stop "$b" immediate
     rm -rf "$base"
 }
-trap cleanup EXIT
+trap instagram_cleanup EXIT
 
 say() { printf '   %s\n' "$*"; }
 
@@ -199,7 +199,7 @@ script=$base/insert.sql
 echo "\\set uid random(1, 1000000)
 SELECT insert_item(:uid, 'phase :phase');" >"$script"
 chmod 644 "$script"
-load() {  # PHASE
+pgbench_phase() {  # PHASE
     "$PG_BIN/pgbench" -n -h "$proxy" -p $pport -U postgres -c "$CLIENTS" -j 2 -t "$TXNS" -D phase="$1" \
         -f "$script" proxy >"$base/pgbench.$1.log" 2>&1
     grep -E '^(number of transactions actually processed|number of failed|tps)' "$base/pgbench.$1.log" |
@@ -208,7 +208,7 @@ load() {  # PHASE
 start_a=$(qa -c "SELECT clock_timestamp()")
 start_b=$(qb -c "SELECT clock_timestamp()")
 say "phase 1: pgbench, $CLIENTS clients x $TXNS inserts through the proxy"
-load 1
+pgbench_phase 1
 end_a=$(qa -c "SELECT clock_timestamp()")
 end_b=$(qb -c "SELECT clock_timestamp()")
 check "node B's clock runs about 20 s behind node A's" t \
@@ -221,7 +221,7 @@ gather() {
     qb -c "COPY (SELECT 'B', * FROM all_items()) TO STDOUT" | qp -c "COPY rows FROM STDIN"
 }
 # checks LABEL EXPECTED_ROWS: the cluster-wide checks over every row.
-checks() {
+instagram_checks() {
     local label=$1 want=$2
     gather
     check "$label: every insert through the proxy is a row" "$want" "$(qp -c "SELECT count(*) FROM rows")"
@@ -237,7 +237,7 @@ checks() {
                   WHERE r.id IN (SELECT u.id FROM items_of_user(r.user_id) u)")"
 }
 rows=$((CLIENTS * TXNS + 1))
-checks "phase 1" "$rows"
+instagram_checks "phase 1" "$rows"
 check "phase 1: every ID's time lies within the run, by its node's clock" 0 \
     "$(qp -c "SELECT count(*) FROM rows WHERE payload = 'phase 1' AND NOT
               (instagram_timestamp(id) BETWEEN date_trunc('milliseconds',
@@ -317,9 +317,9 @@ say "shard 5 moved: its old maximum ID $max5, B's clock lead after the step $lea
 
 # --- 4. load again ----------------------------------------------------------
 say "phase 2: pgbench again through the proxy"
-load 2
+pgbench_phase 2
 rows=$((rows + 100 + CLIENTS * TXNS))   # the 100 fresh rows and phase 2
-checks "phase 2" "$rows"
+instagram_checks "phase 2" "$rows"
 moved_new=$(qp -c "SELECT count(*) FROM rows WHERE shard = 5 AND payload = 'phase 2'")
 below=$(qp -c "SELECT count(*) FROM rows WHERE shard = 5 AND payload = 'phase 2' AND id <= $max5")
 # Precondition: the checks below mean something only if the moved shard got

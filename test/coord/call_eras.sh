@@ -20,7 +20,6 @@ set -u
 
 coord_setup 16900
 sections=" ${CALL_ERAS_SECTIONS:-1 2} "
-want() { [[ "$sections" == *" $1 "* ]]; }
 # secret N: a 16-byte secret of its own for key N.
 secret() { printf '\\x%032x' "$1"; }
 

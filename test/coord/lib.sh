@@ -3,7 +3,6 @@
 # scripts/lib.sh; call coord_setup first.
 
 FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
-declare -A dir_of port_of
 coord_dirs=()
 coord_pids=()
 
@@ -52,13 +51,30 @@ node_start() {  # NAME [FAKETIME]
         as_pg "$PG_BIN/pg_ctl" -D "$d/data" -l "$d/server.log" -o "-p ${port_of[$1]}" -w -t 60 start >/dev/null 2>&1
     fi || { tail -5 "$d/server.log" >&2; return 1; }
 }
-q() { local n=$1; shift; PGOPTIONS="-c client_min_messages=warning" cluster_psql "${dir_of[$n]}" "${port_of[$n]}" -At "$@"; }
+export PGOPTIONS="-c client_min_messages=warning"
 # q_err NODE SQL: the SQLSTATE and message of a failing statement ("ok" if it works).
 q_err() {
     local out
     out=$(psql -X -q -h "${dir_of[$1]}" -p "${port_of[$1]}" -U postgres -d postgres -At -v VERBOSITY=verbose \
         -c "$2" 2>&1 >/dev/null) && { echo ok; return; }
     grep -m1 -o 'ERROR:  [0-9A-Z]\{5\}: .*' <<<"$out" | sed 's/^ERROR:  //'
+}
+# copy_to FROM TO TABLE NEWTABLE: FROM's TABLE into NEWTABLE on TO.
+copy_to() {
+    q "$2" -c "DROP TABLE IF EXISTS $4; CREATE TABLE $4 (id bigint)" >/dev/null
+    q "$1" -c "COPY $3 TO STDOUT" | q "$2" -c "COPY $4 FROM STDIN"
+}
+# issue_for NODE SECONDS SQL TABLE [STOP]: batches of ISSUE_BATCH (500) of
+# SQL's IDs into TABLE for SECONDS, or until the file $work/stop-STOP (NODE)
+# exists, with ISSUE_PAUSE seconds (none) after each; a failed batch (55000
+# while the node waits) is retried after 50 ms.
+issue_for() {
+    local end=$((SECONDS + $2))
+    while [ $SECONDS -lt "$end" ] && [ ! -e "$work/stop-${5:-$1}" ]; do
+        q "$1" -c "INSERT INTO $4 SELECT $3 FROM generate_series(1, ${ISSUE_BATCH:-500})" >/dev/null 2>&1 || sleep 0.05
+        [ -n "${ISSUE_PAUSE:-}" ] && sleep "$ISSUE_PAUSE"
+    done
+    return 0
 }
 # coordinator_of NODE: the pid of NODE's coordinator (its background worker).
 coordinator_of() { pgrep -P "$(head -1 "${dir_of[$1]}/data/postmaster.pid")" -f "shardid coordinator"; }

@@ -37,8 +37,7 @@ TTL10=("shardid.etcd_lease_ttl = 10s" "shardid.etcd_wait = 10s")
 INSERT="INSERT INTO t DEFAULT VALUES RETURNING id"
 
 # load NODE SECONDS OUT: single-row INSERTs every 50 ms; prints the summary.
-load() { $PY test/coord/load.py "host=${dir_of[$1]} port=${port_of[$1]} user=postgres dbname=postgres" "$2" 50 "$INSERT" "$3"; }
-field() { sed -n "s/.*\b$2=\([^ ]*\).*/\1/p" <<<"$1"; }
+timed_inserts() { $PY test/coord/load.py "host=${dir_of[$1]} port=${port_of[$1]} user=postgres dbname=postgres" "$2" 50 "$INSERT" "$3"; }
 ms_until_fence() { q "$1" -c "SELECT (extract(epoch FROM issuing_until - clock_timestamp()) * 1000)::bigint FROM shardid_coordination()"; }
 # states NODE SECONDS OUT: the node's state every 100 ms, one per line.
 states() {
@@ -56,8 +55,8 @@ wait_state u1 held 15 || stop_suite "u1 did not claim an id"
 new_table u1
 new_table k1
 states u1 6 "$work/states0" & watcher=$!  # the same polling as during the outage
-load k1 6 "$work/calm_control.tsv" >"$work/calm_control" & control=$!
-calm=$(load u1 6 "$work/calm.tsv")
+timed_inserts k1 6 "$work/calm_control.tsv" >"$work/calm_control" & control=$!
+calm=$(timed_inserts u1 6 "$work/calm.tsv")
 wait $watcher $control
 echo "# undisturbed: $calm; the control meanwhile: $(cat "$work/calm_control")"
 log_from=$(wc -l <"${dir_of[u1]}/server.log")
@@ -73,21 +72,21 @@ log_from=$(wc -l <"${dir_of[u1]}/server.log")
     kill -CONT "${etcd_pid_of[main]}"
 ) & pauser=$!
 states u1 15 "$work/states1" & watcher=$!
-load k1 15 "$work/paused_control.tsv" >"$work/paused_control" & control=$!
-paused=$(load u1 15 "$work/paused.tsv")
+timed_inserts k1 15 "$work/paused_control.tsv" >"$work/paused_control" & control=$!
+paused=$(timed_inserts u1 15 "$work/paused.tsv")
 wait $pauser $watcher $control
 left=$(cat "$work/left")
 control=$(cat "$work/paused_control")
 echo "# etcd paused ${left} ms - 1 s (to 1 s before issuing_until): $paused; the control meanwhile: $control"
-p99_calm=$(field "$calm" p99_ms); p99=$(field "$paused" p99_ms); p99_control=$(field "$control" p99_ms)
+p99_calm=$(kv "$calm" p99_ms); p99=$(kv "$paused" p99_ms); p99_control=$(kv "$control" p99_ms)
 # What the machine allows now: the larger of the undisturbed p99 and the
 # control's p99 during the outage (at least 5 ms), doubled; a stall is an
 # insert over 1 s, or over twice the control's slowest insert if that is more.
 bound=$(awk -v c="$p99_calm" -v k="$p99_control" 'BEGIN { m = c > k ? c : k; print 2 * (m > 5 ? m : 5) }')
-stall=$(awk -v k="$(field "$control" max_ms)" 'BEGIN { s = 2 * k; print (s > 1000 ? int(s) : 1000) }')
+stall=$(awk -v k="$(kv "$control" max_ms)" 'BEGIN { s = 2 * k; print (s > 1000 ? int(s) : 1000) }')
 promise "at the outage's start the fence was at least TTL - margin - TTL/5 = 6 s away, less the 1 s the test leaves" \
     "$([ "$left" -ge 5000 ] 2>/dev/null && echo t || echo f)" "${left:-?} ms"
-check "an etcd outage ending before the fence: 0 failed inserts" "0" "$(field "$paused" failed)"
+check "an etcd outage ending before the fence: 0 failed inserts" "0" "$(kv "$paused" failed)"
 stalled=$(awk -F'\t' -v s="$stall" '$2 - $1 > s' "$work/paused.tsv" | wc -l)
 promise "an etcd outage ending before the fence: 0 stalled inserts (over $stall ms, twice the control's slowest)" \
     "$([ "$stalled" = 0 ] && echo t || echo f)" "$stalled stalled"
@@ -112,10 +111,10 @@ failed_requests=$(grep -v 'checked by a listing of keys instead' <<<"$outage_log
 
 # The figure the benchmark quotes: a pause of exactly 5 s.
 ( sleep 3; kill -STOP "${etcd_pid_of[main]}"; sleep 5; kill -CONT "${etcd_pid_of[main]}" ) & pauser=$!
-five=$(load u1 12 "$work/five.tsv")
+five=$(timed_inserts u1 12 "$work/five.tsv")
 wait $pauser
-echo "# figure: inserts during a 5 s etcd pause (TTL 10 s, one every 50 ms): p50 $(field "$five" p50_ms) ms, p99 $(field "$five" p99_ms) ms, max $(field "$five" max_ms) ms, longest stall $(field "$five" longest_gap_ms) ms, $(field "$five" failed) failed of $(field "$five" ops) (undisturbed: p50 $(field "$calm" p50_ms) ms, p99 $(field "$calm" p99_ms) ms, max $(field "$calm" max_ms) ms)"
-check "a 5 s etcd pause: 0 failed inserts" "0" "$(field "$five" failed)"
+echo "# figure: inserts during a 5 s etcd pause (TTL 10 s, one every 50 ms): p50 $(kv "$five" p50_ms) ms, p99 $(kv "$five" p99_ms) ms, max $(kv "$five" max_ms) ms, longest stall $(kv "$five" longest_gap_ms) ms, $(kv "$five" failed) failed of $(kv "$five" ops) (undisturbed: p50 $(kv "$calm" p50_ms) ms, p99 $(kv "$calm" p99_ms) ms, max $(kv "$calm" max_ms) ms)"
+check "a 5 s etcd pause: 0 failed inserts" "0" "$(kv "$five" failed)"
 
 # --- 1b: a 3 s pause, seen by a scrape a minute apart --------------------------
 # Two scrapes on either side of the pause both find "held"; the cumulative
@@ -189,7 +188,7 @@ minute_before=$(q u1 -c "SET shardid.etcd_wait = '70s'" -c "SELECT next_id('minu
     date +%s%3N >"$work/resumed_at"
     kill -CONT "${etcd_pid_of[main]}"
 ) & pauser=$!
-long=$(load u1 22 "$work/long.tsv")
+long=$(timed_inserts u1 22 "$work/long.tsv")
 wait $pauser
 fence_at=$(cat "$work/fence_at"); resumed_at=$(cat "$work/resumed_at")
 last_before=$(awk -F'\t' -v r="$resumed_at" '$3 == "ok" && $2 < r { t = $2 } END { printf "%.0f\n", t }' "$work/long.tsv")
@@ -245,10 +244,10 @@ new_table r1
             { echo "m$m" >"$work/leader"; kill -9 "${etcd_pid_of[m$m]}"; }
     done
 ) & killer=$!
-election=$(load r1 12 "$work/election.tsv")
+election=$(timed_inserts r1 12 "$work/election.tsv")
 wait $killer
-echo "# figure: inserts while the etcd leader dies (three members, TTL 10 s): p50 $(field "$election" p50_ms) ms, p99 $(field "$election" p99_ms) ms, max $(field "$election" max_ms) ms, longest stall $(field "$election" longest_gap_ms) ms, $(field "$election" failed) failed of $(field "$election" ops)"
-[ -s "$work/leader" ] && check "a three-member etcd losing its leader under load: 0 failed inserts" "0" "$(field "$election" failed)" ||
+echo "# figure: inserts while the etcd leader dies (three members, TTL 10 s): p50 $(kv "$election" p50_ms) ms, p99 $(kv "$election" p99_ms) ms, max $(kv "$election" max_ms) ms, longest stall $(kv "$election" longest_gap_ms) ms, $(kv "$election" failed) failed of $(kv "$election" ops)"
+[ -s "$work/leader" ] && check "a three-member etcd losing its leader under load: 0 failed inserts" "0" "$(kv "$election" failed)" ||
     fail "no etcd leader was found to kill"
 
 # --- 4: settings that are not usable ------------------------------------------

@@ -59,27 +59,11 @@ ETCD_PEER=24891
 etcd_main 24791 $ETCD_PEER
 PY=/usr/bin/python3
 sections=" ${RECOVERY_SECTIONS:-1 2 3 4 5 6 7 8 9 10} "
-want() { [[ "$sections" == *" $1 "* ]]; }
-ms_now() { date +%s%3N; }
 
-# issue_for NODE SECONDS SQL TABLE [STOP]: batches of SQL's IDs into TABLE
-# for SECONDS, or until the file $work/stop-STOP (NODE) exists; a failed
-# batch (55000 while the node waits) is retried.
-issue_for() {
-    local end=$((SECONDS + $2))
-    # A pause after each batch: a few thousand IDs a second are plenty to
-    # find an ID issued twice, and the test command's other lanes need the
-    # processor more than this one needs more of them.
-    while [ $SECONDS -lt "$end" ] && [ ! -e "$work/stop-${5:-$1}" ]; do
-        q "$1" -c "INSERT INTO $4 SELECT $3 FROM generate_series(1, 200)" >/dev/null 2>&1 || sleep 0.05
-        sleep 0.03
-    done
-}
-# copy_to FROM TO TABLE NEWTABLE: FROM's TABLE into NEWTABLE on TO.
-copy_to() {
-    q "$2" -c "DROP TABLE IF EXISTS $4; CREATE TABLE $4 (id bigint)" >/dev/null
-    q "$1" -c "COPY $3 TO STDOUT" | q "$2" -c "COPY $4 FROM STDIN"
-}
+# Batches of 200 with a pause after each (issue_for): a few thousand IDs a
+# second are plenty to find an ID issued twice, and the test command's other
+# lanes need the processor more than this one needs more of them.
+ISSUE_BATCH=200 ISSUE_PAUSE=0.03
 # restore_etcd SNAPSHOT [TOKEN]: etcd killed, the snapshot restored into a
 # new data directory (into a new cluster when TOKEN is given), and etcd
 # started on the same endpoint.
@@ -276,7 +260,10 @@ if want 4; then
     touch "$work/stop-y"
     # Its statements that still wait (through the settling) are cancelled.
     q y -c "SELECT count(pg_cancel_backend(pid)) FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null
-    sleep 46
+    # x issues once the history settled (y's TTL and margin, 48 s): until
+    # it has issued with both of the shard's spaces.
+    wait_until "node x issues with shard 5 after the settling" 120 \
+        shows t q x -c "SELECT (SELECT count(*) FROM s) >= 1000 AND (SELECT count(*) FROM i) >= 1000"
     touch "$work/stop-x"
     wait $y1 $y2 $x1 $x2
     copy_to x y s x_s

@@ -57,7 +57,6 @@ coord_setup 16600
 etcd_main 24391 24491
 PREFIX=/sh
 sections=" ${SHARDS_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12 13} "
-want() { [[ "$sections" == *" $1 "* ]]; }
 
 # --- 1: an explicit shard equal to another node's id -------------------------
 if want 1; then
@@ -268,14 +267,14 @@ if want 4; then
     # involved); a statement refused while the other node holds the shard
     # records nothing.
     for n in g h; do q $n -c "CREATE TABLE log (node text, id bigint, at timestamptz)"; done
-    load() {  # NODE
+    insert_until_handovers() {  # NODE
         while [ ! -e "$work/handovers-done" ]; do
             q "$1" -c "INSERT INTO log SELECT '$1', next_snowflake_id(5), clock_timestamp() FROM generate_series(1, 200)" \
                 >/dev/null 2>&1
         done
     }
-    load g & lg=$!
-    load h & lh=$!
+    insert_until_handovers g & lg=$!
+    insert_until_handovers h & lh=$!
     handovers=0
     started=$SECONDS
     while [ "$handovers" -lt "$wanted" ] || [ "$(q g -c "SELECT count(*) > 0 FROM log")$(q h -c "SELECT count(*) > 0 FROM log")" != tt ]; do
@@ -405,17 +404,11 @@ if want 8; then
     node_up l $((base + 15)) "" "shardid.node_id = 41" || stop_suite "node l did not start"
     wait_state k held 10 && wait_state l held 10 || stop_suite "the nodes did not claim their ids"
     for n in k l; do q $n -c "CREATE TABLE t (id bigint)"; done
-    issue_for() {  # NODE SECONDS: batches of next_snowflake_id(5) for SECONDS
-        local end=$((SECONDS + $2))
-        while [ $SECONDS -lt $end ]; do
-            q "$1" -c "INSERT INTO t SELECT next_snowflake_id(5) FROM generate_series(1, 2000)" >/dev/null 2>&1
-        done
-    }
     q k -c "SELECT next_snowflake_id(5)" >/dev/null
-    issue_for k 14 &
+    ISSUE_BATCH=2000 issue_for k 14 "next_snowflake_id(5)" t &
     k_load=$!
     sleep 2
-    issue_for l 11 &
+    ISSUE_BATCH=2000 issue_for l 11 "next_snowflake_id(5)" t &
     l_load=$!
     deleted=$(q k -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
     take_by_hand k "$PREFIX/shard/e1577836800000u1t41s10q12/5" ||

@@ -16,7 +16,6 @@ port=15420
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "max_connections = 30" || exit 1
 cluster_start "$dir" "$port" || exit 1
-q() { cluster_psql "$dir" "$port" -At "$@"; }
 q -c "CREATE EXTENSION shardid" \
   -c "CREATE TABLE events (id bigint PRIMARY KEY DEFAULT next_snowflake_id(),
                            trace bigint UNIQUE DEFAULT next_trace_id(), u uuid UNIQUE DEFAULT next_uuidv7(),
@@ -27,7 +26,7 @@ echo 'INSERT INTO events (phase) VALUES (:phase);' >"$load_script"
 
 phase=0
 # load SECONDS: pgbench inserts with 4 clients; prints its errors count.
-load() {
+pgbench_seconds() {
     phase=$((phase + 1))
     "$PG_BIN/pgbench" -n -h "$dir" -p "$port" -U postgres -c 4 -j 2 -T "$1" -D phase=$phase \
         -f "$load_script" postgres >"$dir/pgbench.$phase.log" 2>&1
@@ -71,24 +70,24 @@ check_phase() {
 
 set_conf() { q -c "ALTER SYSTEM SET $1" >/dev/null; }
 
-load 2
+pgbench_seconds 2
 # 1. clean restart
-cluster_stop "$dir" fast; cluster_start "$dir" "$port"; load 2
+cluster_stop "$dir" fast; cluster_start "$dir" "$port"; pgbench_seconds 2
 check_phase "clean_restart_resumes_above"
 # 2. immediate shutdown
-cluster_stop "$dir" immediate; cluster_start "$dir" "$port"; load 2
+cluster_stop "$dir" immediate; cluster_start "$dir" "$port"; pgbench_seconds 2
 check_phase "immediate_shutdown_resumes_above"
 # 3. kill -9 of the postmaster and its children in the middle of the load
-load 4 & loader=$!
+pgbench_seconds 4 & loader=$!
 sleep 2; kill_all; wait $loader
-cluster_start "$dir" "$port"; load 2
+cluster_start "$dir" "$port"; pgbench_seconds 2
 check_phase "kill_9_mid_load_resumes_above"
 # 4. the same, with the wall clock a minute back after the restart
-load 4 & loader=$!
+pgbench_seconds 4 & loader=$!
 sleep 2; kill_all; wait $loader
 { echo "shardid.clock_offset_ms = -60000"; echo "shardid.max_clock_lead = '5min'"; } \
     | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
-cluster_start "$dir" "$port"; load 2
+cluster_start "$dir" "$port"; pgbench_seconds 2
 check_phase "kill_9_clock_back_a_minute_resumes_above"
 lead=$(q -c "SELECT min(clock_lead_ms) > 50000 FROM shardid_status")
 [ "$lead" = t ] && echo "PASS status_shows_clock_lead" || echo "FAIL status_shows_clock_lead: $lead"
@@ -106,12 +105,12 @@ esac
 #    restart with the clock a minute back still resumes above.
 as_pg sed -i '/shardid.clock_offset_ms/d' "$dir/data/postgresql.conf"
 cluster_stop "$dir" fast; cluster_start "$dir" "$port"
-sleep 1; load 2   # a phase of IDs at the real time
-load 1 & loader=$!; sleep 0.5; kill_all; wait $loader
+sleep 1; pgbench_seconds 2   # a phase of IDs at the real time
+pgbench_seconds 1 & loader=$!; sleep 0.5; kill_all; wait $loader
 rm -f "$dir/data/shardid.hwm"
 { echo "shardid.clock_offset_ms = -60000"; echo "shardid.max_clock_lead = '5min'"; } \
     | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
-cluster_start "$dir" "$port"; load 1
+cluster_start "$dir" "$port"; pgbench_seconds 1
 check_phase "deleted_mark_file_recovered_from_wal_after_kill_9"
 # 7. negative control: without the mark in the file or in WAL
 #    (shardid.wal_log_mark off), the same restart reissues IDs below earlier
@@ -119,8 +118,8 @@ check_phase "deleted_mark_file_recovered_from_wal_after_kill_9"
 as_pg sed -i "/shardid.clock_offset_ms/d; /shardid.max_clock_lead = '5min'/d" "$dir/data/postgresql.conf"
 echo "shardid.wal_log_mark = off" | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 cluster_stop "$dir" fast; cluster_start "$dir" "$port"
-sleep 1; load 2   # a phase of IDs at the real time
-load 1 & loader=$!; sleep 0.5; kill_all; wait $loader
+sleep 1; pgbench_seconds 2   # a phase of IDs at the real time
+pgbench_seconds 1 & loader=$!; sleep 0.5; kill_all; wait $loader
 rm -f "$dir/data/shardid.hwm"
 echo "shardid.clock_offset_ms = -60000" | as_pg tee -a "$dir/data/postgresql.conf" >/dev/null
 cluster_start "$dir" "$port"
@@ -129,7 +128,7 @@ cluster_start "$dir" "$port"
 # (docs/restart-safety.md): then the reissue this control needs happens.
 cluster_psql "$dir" "$port" -c "DELETE FROM shardid_lineage" \
     -c "INSERT INTO shardid_lineage (history) SELECT history FROM shardid_node_history()" >/dev/null
-load 1
+pgbench_seconds 1
 if check_phase "negative_control" | grep -q '^FAIL'; then
     echo "PASS negative_control_without_high_water_mark_is_detected"
 else

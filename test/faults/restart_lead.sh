@@ -27,16 +27,16 @@ q s -c "CREATE EXTENSION shardid"
 node_up e 17562 "" || { fail "the etcd node did not start"; exit 1; }
 wait_state e held 30 || fail "the etcd node holds no id"
 
-restart() {  # NAME MODE
+node_restart() {  # NAME MODE
     as_pg "$PG_BIN/pg_ctl" -D "${dir_of[$1]}/data" -m "$2" -w stop >/dev/null 2>&1
     node_start "$1"
 }
 
-# check NAME MODE LABEL: IDs before, a restart in MODE, IDs right after.
-check() {
+# restart_and_check NAME MODE LABEL: IDs before, a restart in MODE, IDs right after.
+restart_and_check() {
     local n=$1 mode=$2 label=$3 before out lead status
     before=$(q "$n" -c "SELECT max(next_snowflake_id()) FROM generate_series(1, 5000)")
-    restart "$n" "$mode" || { fail "$label: the node did not start again"; return; }
+    node_restart "$n" "$mode" || { fail "$label: the node did not start again"; return; }
     [ "$n" = e ] && { wait_state e held 30 || fail "$label: no claim after the restart"; }
     out=$(q "$n" -F' ' -c "CREATE TEMP TABLE events AS SELECT next_snowflake_id() AS id FROM generate_series(1, 1000)" \
         -c "SELECT min(id) > $before, extract(epoch from (max(snowflake_timestamp(id)) - clock_timestamp())) * 1000,
@@ -53,9 +53,9 @@ check() {
             fail "$label: the restart counts as a clock step (moved_ahead, issued_behind_clock, clock_lead_ms: $status)"
     fi
 }
-check s fast "settings, fast restart"
+restart_and_check s fast "settings, fast restart"
 grep -q "lowered the node's time mark" "${dir_of[s]}/server.log" &&
     pass "settings: the server log says the mark came down at the clean stop" ||
     fail "settings: no log line about the mark at the clean stop"
-check s immediate "settings, immediate stop"
-check e fast "etcd, fast restart"
+restart_and_check s immediate "settings, immediate stop"
+restart_and_check e fast "etcd, fast restart"

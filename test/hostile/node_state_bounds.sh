@@ -18,9 +18,8 @@ set -u
 
 scenario_cluster 15436 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "max_connections = 30"
-q() { cluster_psql "$dir" "$port" -At "$@"; }
 qdb() { local db=$1; shift; psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d "$db" -At "$@"; }
-restart() {  # fast | kill9
+restart_server() {  # fast | kill9
     if [ "$1" = kill9 ]; then
         local pm
         pm=$(head -1 "$dir/data/postmaster.pid")
@@ -30,12 +29,6 @@ restart() {  # fast | kill9
         cluster_stop "$dir" fast
     fi
     cluster_start "$dir" "$port"
-}
-sqlstate() {  # SQL: the SQLSTATE it fails with, or "ok"
-    local out
-    out=$(psql -X -q -h "$dir" -p "$port" -U postgres -d postgres -At -v ON_ERROR_STOP=1 -v VERBOSITY=verbose \
-        -c "$1" 2>&1) && { echo ok; return; }
-    grep -oE 'ERROR:  [0-9A-Z]{5}' <<<"$out" | head -1 | cut -c9-
 }
 
 q -c "CREATE EXTENSION shardid" >/dev/null
@@ -47,7 +40,7 @@ q -c "SELECT create_layout('hourly_before', '2020-01-01', '1 hour', 30, 4, 8)" \
   -c "SELECT create_layout('daily_never', '2020-01-01', '1 day', 25, 4, 9)" >/dev/null
 before=$(q -c "SELECT next_id('hourly_before', 2)")
 for how in fast kill9; do
-    restart "$how"
+    restart_server "$how"
     # statement_timeout: a wait for the next tick fails the check instead of
     # hanging the suite.
     out=$(q -c "SET statement_timeout = '5s'" \
@@ -101,13 +94,13 @@ check precondition_the_tenants_layouts_have_marks_in_the_node_state t "$(q -c "S
 q -c "SELECT create_layout('other_' || i, '2021-01-01'::timestamptz + i * interval '1 ms', '2 s', 35, 4, 8)
       FROM generate_series(1, 8) i" >/dev/null
 check another_database_still_brings_new_shapes_into_use ok \
-    "$(sqlstate "SELECT count(next_id('other_' || i, 1)) FROM generate_series(1, 8) i")"
+    "$(sqlstate_of q -c "SELECT count(next_id('other_' || i, 1)) FROM generate_series(1, 8) i")"
 sleep 2.2
 # Any write of the node state drops the marks whose tick is over.
 q -c "SELECT next_snowflake_id()" >/dev/null
 check marks_whose_tick_is_over_leave_the_node_state t \
     "$(q -c "SELECT $(marks_of_t) = 0")"
-restart fast
+restart_server fast
 check after_a_restart_the_tenant_brings_its_shapes_into_use_again ok \
     "$(psql -X -q -h "$dir" -p "$port" -U tenant -d tenant -At -v ON_ERROR_STOP=1 \
          -c "SELECT count(next_id('t' || i, 1)) FROM generate_series(33, 64) i" >/dev/null 2>&1 && echo ok)"
@@ -118,7 +111,7 @@ for i in $(seq 1 70); do
         qdb shortlived -c "CREATE EXTENSION shardid" -c "SELECT next_decimal_id()" >/dev/null &&
         q -c "DROP DATABASE shortlived" >/dev/null || { echo "FAIL short-lived database $i"; break; }
 done
-check decimal_ids_after_70_short_lived_databases_used_them ok "$(sqlstate "SELECT next_decimal_id()")"
+check decimal_ids_after_70_short_lived_databases_used_them ok "$(sqlstate_of q -c "SELECT next_decimal_id()")"
 check decimal_ids_in_the_tenant_database_too ok \
     "$(qdb tenant -c "SELECT next_decimal_id()" >/dev/null 2>&1 && echo ok)"
 
@@ -127,13 +120,13 @@ check decimal_ids_in_the_tenant_database_too ok \
 q -c "INSERT INTO shardid_user_layout (name, epoch, time_unit, time_bits, shard_bits, sequence_bits)
       VALUES ('hourly orders', '2020-01-01', '1 hour', 30, 4, 8)" >/dev/null
 check a_catalog_row_with_a_name_outside_the_rule_is_refused_when_read 22023 \
-    "$(sqlstate "SELECT next_id('hourly orders', 1)")"
+    "$(sqlstate_of q -c "SELECT next_id('hourly orders', 1)")"
 q -c "SELECT create_layout('hourly_ok', '2020-01-01', '1 hour', 30, 4, 8)" \
   -c "SELECT next_id('hourly_ok', 1)" >/dev/null
 for how in fast kill9; do
-    restart "$how" || echo "FAIL the server did not start after a $how restart"
+    restart_server "$how" || echo "FAIL the server did not start after a $how restart"
     check "after_a_${how}_restart_every_generator_works" ok \
-        "$(sqlstate "SELECT next_snowflake_id(), next_id('hourly_ok', 1), next_decimal_id(), next_call_number()")"
+        "$(sqlstate_of q -c "SELECT next_snowflake_id(), next_id('hourly_ok', 1), next_decimal_id(), next_call_number()")"
 done
 check the_state_file_is_version_3_and_reads_back t \
     "$(q -c "SELECT NOT high_water_mark_unreadable FROM shardid_status LIMIT 1")"

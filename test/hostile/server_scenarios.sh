@@ -16,7 +16,6 @@ set -u
 
 scenario_cluster 15430 "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "max_connections = 30" "deadlock_timeout = '200ms'"
-q() { cluster_psql "$dir" "$port" -At "$@"; }
 # qt SECONDS ARGS...: q that gives up (and fails) after SECONDS, so that a
 # regression makes a test fail instead of hanging the suite.
 qt() { timeout "$1" psql -X -q -v ON_ERROR_STOP=1 -h "$dir" -p "$port" -U postgres -d postgres -At "${@:2}"; }

@@ -25,7 +25,6 @@ trap 'cluster_stop "$dir" immediate; [ -n "${KEEP:-}" ] || rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "shardid.launch_id = 65" \
     "max_connections = 20" "log_min_messages = warning" || exit 1
 cluster_start "$dir" "$port" || exit 1
-q() { cluster_psql "$dir" "$port" -At "$@"; }
 pm_before=$(head -1 "$dir/data/postmaster.pid")
 
 q >/dev/null <<'SQL'

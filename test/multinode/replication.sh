@@ -12,20 +12,19 @@ set -u
 
 base=15430
 dirs=()
-cleanup() { for d in "${dirs[@]}"; do cluster_stop "$d" immediate; rm -rf "$d"; done; }
-trap cleanup EXIT
+replication_cleanup() { for d in "${dirs[@]}"; do cluster_stop "$d" immediate; rm -rf "$d"; done; }
+trap replication_cleanup EXIT
 
 # node INDEX NODE_ID: start a writer (NODE_ID > 0) or the aggregator (0).
-declare -A dir_of
 node() {
     local i=$1 id=$2 d
-    d=$(pg_tmpdir); dirs+=("$d"); dir_of[$i]=$d
+    d=$(pg_tmpdir); dirs+=("$d"); dir_of[$i]=$d port_of[$i]=$((base + i))
     cluster_init "$d" "shared_preload_libraries = 'shardid'" "shardid.node_id = $id" "wal_level = logical" \
         "max_wal_senders = 10" "max_replication_slots = 10" "max_logical_replication_workers = 8" \
         "max_worker_processes = 16" || return 1
     cluster_start "$d" $((base + i)) || return 1
 }
-q() { local i=$1; shift; PGOPTIONS="-c client_min_messages=warning" cluster_psql "${dir_of[$i]}" $((base + i)) -At "$@"; }
+export PGOPTIONS="-c client_min_messages=warning"
 table_ddl="CREATE TABLE events (id bigint PRIMARY KEY DEFAULT next_snowflake_id(),
                                 trace bigint NOT NULL UNIQUE DEFAULT next_trace_id(),
                                 node int NOT NULL, n int NOT NULL)"
@@ -50,7 +49,7 @@ wait_for_rows() {
 }
 
 # load INDEX: single-row inserts from pgbench plus a bulk insert, at once.
-load() {
+pgbench_node() {
     local i=$1 script
     script=$(mktemp); chmod 644 "$script"
     echo "INSERT INTO events (node, n) VALUES ($i, 0);" >"$script"
@@ -68,7 +67,7 @@ for i in 1 2 3; do
     setup_writer "$i"
 done
 
-for i in 1 2 3; do load "$i" & done
+for i in 1 2 3; do pgbench_node "$i" & done
 wait
 expected=0
 for i in 1 2 3; do expected=$((expected + $(q "$i" -c "SELECT count(*) FROM events"))); done
@@ -88,7 +87,7 @@ check=$(q 0 -c "SELECT count(DISTINCT id) = count(*) AND count(DISTINCT trace) =
 # Negative control: writer 4 is misconfigured with writer 1's node id.
 node 4 1 || { echo "FAIL multinode_setup: writer 4"; exit 0; }
 setup_writer 4
-load 1 & load 4 & wait
+pgbench_node 1 & pgbench_node 4 & wait
 total=0
 for i in 1 2 3 4; do total=$((total + $(q "$i" -c "SELECT count(*) FROM events"))); done
 got=$(wait_for_rows "$total" 30)

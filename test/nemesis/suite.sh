@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 . scripts/lib.sh
 SEED=${NEMESIS_SEED:-20261125}
 
-judge() {  # NAME EXPECT(clean|anomalies) ARGS...
+judge_run() {  # NAME EXPECT(clean|anomalies) ARGS...
     local name=$1 expect=$2 out rc last kinds ops anomalies; shift 2
     out=$(bash test/nemesis/run.sh "$@" 2>&1); rc=$?
     last=$(tail -1 <<<"$out")
@@ -44,6 +44,6 @@ judge() {  # NAME EXPECT(clean|anomalies) ARGS...
 }
 # The checker first, on planted histories: each anomaly it must catch.
 /usr/bin/python3 test/nemesis/checker.py --self-test || fail "the checker's self-test"
-judge "nemesis (90 s, seed $SEED)" clean --seconds 90 --seed "$SEED"
-judge "nemesis control same-id (two nodes given id 7 by setting: duplicates)" anomalies --seconds 40 --seed "$SEED" --control same-id
-judge "nemesis control no-mark (the marks deleted from etcd: IDs below a previous holder)" anomalies --seconds 40 --seed "$SEED" --control no-mark
+judge_run "nemesis (90 s, seed $SEED)" clean --seconds 90 --seed "$SEED"
+judge_run "nemesis control same-id (two nodes given id 7 by setting: duplicates)" anomalies --seconds 40 --seed "$SEED" --control same-id
+judge_run "nemesis control no-mark (the marks deleted from etcd: IDs below a previous holder)" anomalies --seconds 40 --seed "$SEED" --control no-mark

@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir" "$work"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" || exit 1
 cluster_start "$dir" "$port" || exit 1
-q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -At "$@"; }
+export PGOPTIONS="-c client_min_messages=warning"
 # A fixed key: the verdict is then the same on every run (a random key
 # would fail a 1%..99% chi-square window now and then, by chance alone).
 q -c "CREATE EXTENSION shardid" \
@@ -31,7 +31,7 @@ bytes "$work/o53" "obfuscate_id(v, 'random_test', 53)" 6    # 48 low bits of a 5
 bytes "$work/seq" "v" 7                                      # negative control: no permutation
 
 # judge NAME FILE EXPECT(pass|fail)
-judge() {
+judge_stream() {
     local name=$1 file=$2 expect=$3 ent_out rng_out entropy chi_pct serial failures verdict=pass
     ent_out=$(ent "$file")
     entropy=$(awk '/^Entropy/ {print $3}' <<<"$ent_out")
@@ -53,6 +53,6 @@ PY
         echo "FAIL $name: expected the tests to $expect ($figures)"
     fi
 }
-judge "obfuscate_id_63_bits_looks_random" "$work/o63" pass
-judge "obfuscate_id_53_bits_looks_random" "$work/o53" pass
-judge "negative_control_plain_sequence_fails" "$work/seq" fail
+judge_stream "obfuscate_id_63_bits_looks_random" "$work/o63" pass
+judge_stream "obfuscate_id_53_bits_looks_random" "$work/o53" pass
+judge_stream "negative_control_plain_sequence_fails" "$work/seq" fail

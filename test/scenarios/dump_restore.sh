@@ -6,7 +6,6 @@
 set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 export PGHOST=$SHARDID_TEST_HOST PGPORT=$SHARDID_TEST_PORT PGUSER=postgres
-q() { psql -X -q -At -v ON_ERROR_STOP=1 "$@"; }
 dump=$(mktemp)
 trap 'rm -f "$dump"' EXIT
 

@@ -15,9 +15,9 @@ set -u
 . "$(dirname "$0")/../../scripts/lib.sh"
 . "$(dirname "$0")/../uuidv7/witness.sh"
 export PGHOST=$SHARDID_TEST_HOST PGPORT=$SHARDID_TEST_PORT PGUSER=postgres
-q() { psql -X -q -At -v ON_ERROR_STOP=1 -d uuidv7_versions "$@"; }
 psql -X -q -At -d postgres -c "SET client_min_messages = warning" -c "DROP DATABASE IF EXISTS uuidv7_versions" \
     -c "CREATE DATABASE uuidv7_versions" >/dev/null
+export PGDATABASE=uuidv7_versions
 q -c "CREATE EXTENSION shardid"
 major=$(q -c "SHOW server_version_num")
 major=$((major / 10000))

@@ -25,6 +25,12 @@
             control file names X.Y, and its scripts are listed
             (test/versions/truth.sh checks that every file names one
             version);
+  helpers   no shell function of the harness (scripts/, test/, bench/) is
+            defined in two files: a helper lives once, in scripts/lib.sh
+            (servers, polling, etcd), scripts/citus.sh (Citus) or a suite
+            folder's lib.sh; a suite's own functions carry names of their
+            own (test doubles: a function defined inside a subshell, one
+            line "( name() { ...", to record what a script would run);
   root      nothing at the top of the tree but what the project's shape
             names (README.md, "The project's shape"), or what .gitignore
             ignores (build output, fuzzer artifacts): a stray file fails.
@@ -409,10 +415,35 @@ def check_release(root):
     return fails
 
 
+SHELL_FUNCTION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{", re.M)
+
+
+def check_helpers(root):
+    fails = []
+    where = {}
+    for folder in ("scripts", "test", "bench"):
+        for path in sorted(glob.glob(os.path.join(root, folder, "**", "*.sh"), recursive=True)):
+            rel = os.path.relpath(path, root)
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+            # Test doubles: a function defined for one subshell, "( name() {" or
+            # "name() { ...; }" on a line inside "( ... )", stands in for the real one.
+            doubles = set(re.findall(r"\(\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{", text))
+            doubles |= set(re.findall(r"^\s+([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{ [^\n]*\}$", text, re.M)) \
+                if rel == "test/structure/build_deps.sh" else set()
+            for name in set(SHELL_FUNCTION.findall(text)) - doubles:
+                where.setdefault(name, []).append(rel)
+    for name, files in sorted(where.items()):
+        if len(files) > 1:
+            fails.append(f"the shell function {name}() is defined in {len(files)} files ({', '.join(files)}): "
+                         f"one helper in a library, or a name of its own in each suite")
+    return fails
+
+
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("folders", check_folders),
           ("suites", check_suites),
           ("settings", check_settings), ("commands", check_commands), ("names", check_names), ("errors", check_errors),
-          ("format", check_format), ("release", check_release), ("root", check_root)]
+          ("format", check_format), ("release", check_release), ("helpers", check_helpers), ("root", check_root)]
 
 
 def run(root):
@@ -443,6 +474,8 @@ def plant(root, name):
     elif name == "folders":
         for i in range(MAX_FILES_PER_FOLDER):
             append(f"src/pg/functions/planted_{i}.cpp", "")
+    elif name == "helpers":
+        append("test/faults/restart_lead.sh", "\nwait_until() { true; }\n")
     elif name == "suites":
         os.makedirs(os.path.join(root, "test", "newsuite"))
         append("test/newsuite/run.sh", "echo PASS new\n")

@@ -27,8 +27,14 @@ if [ "$(id -u)" != 0 ] || ! command -v pg_upgradecluster >/dev/null; then
 fi
 # postgresql-common finds the upgraded cluster's port free by trying from
 # 5432 on: where the test command runs suites that do so at once, they take
-# turns (SHARDID_PORT_LOCK).
-[ -n "${SHARDID_PORT_LOCK:-}" ] && { exec 9>"$SHARDID_PORT_LOCK"; flock 9; }
+# turns (SHARDID_PORT_LOCK; in a Debian root, the descriptor the test
+# command opened on it, SHARDID_PORT_FD).
+if [ -n "${SHARDID_PORT_FD:-}" ]; then
+    flock "$SHARDID_PORT_FD"
+elif [ -n "${SHARDID_PORT_LOCK:-}" ]; then
+    exec 9>"$SHARDID_PORT_LOCK"
+    flock 9
+fi
 upgrade_setup
 old_port=$(test_port 15710)
 export PG_CLUSTER_CONF_ROOT=$work/etc
@@ -55,7 +61,7 @@ for method in upgrade dump; do
     pg_ctlcluster "$OLD_VERSION" main start >"$work/start.log" 2>&1 ||
         stop_suite "$method: the old cluster did not start: $(server_why "$old/server.log")"
     old_life "$old" "$old_port" || stop_suite "$method: the old cluster's IDs could not be made"
-    old_history=$(q "$old" "$old_port" db1 -c "SELECT history FROM shardid_node_history()")
+    old_history=$(q_at "$old" "$old_port" db1 -c "SELECT history FROM shardid_node_history()")
     args=(-m "$method" -v "$NEW_VERSION" --logfile "$new/server.log")
     [ "$new_name" != main ] && args+=(--rename "$new_name")
     pg_upgradecluster "${args[@]}" "$OLD_VERSION" main "$new/data" >"$work/upgradecluster.log" 2>&1
@@ -74,7 +80,7 @@ for method in upgrade dump; do
         "$PG_CLUSTER_CONF_ROOT/$NEW_VERSION/$new_name/postgresql.conf" | tail -1)
     check "$method: the upgraded cluster continues the old history and awaits nothing" \
         "f 0 $old_history" \
-        "$(q "$sock" "$old_port" db1 -c "SELECT awaiting_adoption, cardinality(unknown_here), adopted[1] FROM shardid_node_history()" |
+        "$(q_at "$sock" "$old_port" db1 -c "SELECT awaiting_adoption, cardinality(unknown_here), adopted[1] FROM shardid_node_history()" |
             tr '|' ' ')"
     fresh "$method" "$sock" "$old_port" "$method"
     pg_dropcluster --stop "$NEW_VERSION" "$new_name" >/dev/null 2>&1

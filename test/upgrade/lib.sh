@@ -73,24 +73,19 @@ make_cluster() {
 }
 start() { PG_BIN=$1 cluster_start "$2" "$3"; }
 stop() { PG_BIN=$1 cluster_stop "$2" fast; }
-# q DIR PORT DB ARGS...: psql on that server and database.
-q() {
+# q_at DIR PORT DB ARGS...: q on the server in DIR and PORT, in database DB
+# (the old and the new server of an upgrade, whose data directories move).
+q_at() {
     local d=$1 p=$2 db=$3
     shift 3
-    psql -X -q -v ON_ERROR_STOP=1 -h "$d" -p "$p" -U postgres -d "$db" -At "$@"
-}
-# sqlstate DIR PORT DB SQL: the SQLSTATE it fails with, or "ok".
-sqlstate() {
-    local out
-    out=$(q "$1" "$2" "$3" -v VERBOSITY=verbose -c "$4" 2>&1) && { echo ok; return; }
-    grep -oE 'ERROR:  [0-9A-Z]{5}' <<<"$out" | head -1 | cut -c9-
+    cluster_psql "$d" "$p" -At -d "$db" "$@"
 }
 # held DIR PORT: under etcd, until the node holds its id (read in db1) (a hang otherwise);
 # true at once with node ids from settings.
 held() {
     [ "$UPGRADE_SOURCE" = etcd ] || return 0
     wait_until "the node at $1 holds its id" 60 \
-        eval "[ \"\$(q '$1' '$2' db1 -c 'SELECT state FROM shardid_coordination()')\" = held ]"
+        eval "[ \"\$(q_at '$1' '$2' db1 -c 'SELECT state FROM shardid_coordination()')\" = held ]"
 }
 
 # settle_clock DIR PORT: the node holds its id (under etcd), and its clock
@@ -105,9 +100,9 @@ settle_clock() {
 # lost its record of them gives db1 the one db2 used.
 old_life() {
     local d=$1 p=$2
-    q "$d" "$p" postgres -c "CREATE DATABASE db1" -c "CREATE DATABASE db2" >/dev/null
-    q "$d" "$p" db1 -c "CREATE EXTENSION shardid" && settle_clock "$d" "$p" || return 1
-    q "$d" "$p" db1 >/dev/null <<SQL
+    q_at "$d" "$p" postgres -c "CREATE DATABASE db1" -c "CREATE DATABASE db2" >/dev/null
+    q_at "$d" "$p" db1 -c "CREATE EXTENSION shardid" && settle_clock "$d" "$p" || return 1
+    q_at "$d" "$p" db1 >/dev/null <<SQL
 SELECT create_layout('hourly', '2024-01-01', '1 hour', 20, 8, 20);
 SELECT create_layout('daily', '2024-01-01', '1 day', 16, 8, 24);
 CREATE TABLE hourly_ids (id bigint PRIMARY KEY DEFAULT next_id('hourly', 3));
@@ -124,7 +119,7 @@ INSERT INTO uuids SELECT FROM generate_series(1, $N);
 INSERT INTO trace_ids SELECT FROM generate_series(1, $N);
 CREATE TABLE obfuscated AS SELECT obfuscate_id(123456789) AS v;
 SQL
-    q "$d" "$p" db2 >/dev/null <<SQL
+    q_at "$d" "$p" db2 >/dev/null <<SQL
 CREATE EXTENSION shardid;
 CREATE TABLE decimal_ids (id bigint PRIMARY KEY DEFAULT next_decimal_id());
 INSERT INTO decimal_ids SELECT FROM generate_series(1, $N);
@@ -137,9 +132,9 @@ refused() {
     local name=$1 d=$2 p=$3 got="" sql
     for sql in "SELECT next_id('hourly', 3)" "SELECT next_id('daily', 3)" "SELECT next_decimal_id()" \
         "SELECT next_call_number()" "SELECT next_uuidv7()" "SELECT next_trace_id()" "SELECT next_snowflake_id()"; do
-        got+="$(sqlstate "$d" "$p" db1 "$sql") "
+        got+="$(sqlstate_of q_at "$d" "$p" db1 -c "$sql") "
     done
-    got+="$(sqlstate "$d" "$p" db2 "SELECT next_decimal_id()")"
+    got+="$(sqlstate_of q_at "$d" "$p" db2 -c "SELECT next_decimal_id()")"
     check "$name: every scheme refuses (55000) until the old state is adopted" \
         "55000 55000 55000 55000 55000 55000 55000 55000" "$got"
 }
@@ -150,7 +145,7 @@ refused() {
 fresh() {
     local name=$1 d=$2 p=$3 tag=$4 out
     held "$d" "$p" || fail "$name: the node holds no id from etcd"
-    out=$(q "$d" "$p" db1 <<SQL
+    out=$(q_at "$d" "$p" db1 <<SQL
 CREATE TABLE new_hourly_$tag AS SELECT next_id('hourly', 3) AS id FROM generate_series(1, $N);
 CREATE TABLE new_daily_$tag AS SELECT next_id('daily', 3) AS id FROM generate_series(1, $N);
 CREATE TABLE new_decimal_$tag AS SELECT next_decimal_id() AS id FROM generate_series(1, $N);
@@ -179,14 +174,14 @@ SQL
         "t t t t t" "$(sed -n 2p <<<"$out")"
     # DecimalIds across databases: db1's new ones against db2's old ones,
     # and db2's new ones against db1's.
-    q "$d" "$p" db2 -c "CREATE TABLE new_decimal_$tag AS SELECT next_decimal_id() AS id FROM generate_series(1, $N)" \
+    q_at "$d" "$p" db2 -c "CREATE TABLE new_decimal_$tag AS SELECT next_decimal_id() AS id FROM generate_series(1, $N)" \
         >/dev/null 2>&1
     local all_old all_new
-    all_old=$( (q "$d" "$p" db1 -c "SELECT id FROM decimal_ids"; q "$d" "$p" db2 -c "SELECT id FROM decimal_ids") | sort)
-    all_new=$( (q "$d" "$p" db1 -c "SELECT id FROM new_decimal_$tag"; q "$d" "$p" db2 -c "SELECT id FROM new_decimal_$tag") |
+    all_old=$( (q_at "$d" "$p" db1 -c "SELECT id FROM decimal_ids"; q_at "$d" "$p" db2 -c "SELECT id FROM decimal_ids") | sort)
+    all_new=$( (q_at "$d" "$p" db1 -c "SELECT id FROM new_decimal_$tag"; q_at "$d" "$p" db2 -c "SELECT id FROM new_decimal_$tag") |
         sort)
     check "$name: each database's key ring came along (obfuscate_id() as on the old server)" "t t" \
-        "$(q "$d" "$p" db1 -c "SELECT v = obfuscate_id(123456789) FROM obfuscated") $(q "$d" "$p" db2 -c "SELECT v = obfuscate_id(123456789) FROM obfuscated")"
+        "$(q_at "$d" "$p" db1 -c "SELECT v = obfuscate_id(123456789) FROM obfuscated") $(q_at "$d" "$p" db2 -c "SELECT v = obfuscate_id(123456789) FROM obfuscated")"
     check "$name: DecimalIds: none of either database's new ones was issued before in either" \
         "$((2 * N)) 0" "$(wc -l <<<"$all_new" | tr -d ' ') $(comm -12 <(echo "$all_old") <(echo "$all_new") | wc -l)"
 }
@@ -195,12 +190,12 @@ SQL
 # checks after a failure still run: they show what the server issues then).
 adopt() {
     local out
-    out=$(q "$2" "$3" db1 -c "SELECT shardid_adopt_state(pg_read_file('$4/data/shardid.hwm'))" 2>&1) ||
+    out=$(q_at "$2" "$3" db1 -c "SELECT shardid_adopt_state(pg_read_file('$4/data/shardid.hwm'))" 2>&1) ||
         fail "$1: shardid_adopt_state() failed: $out"
 }
 
 # history_of DIR PORT: "history|awaiting|how many unknown histories db1 names".
-history_of() { q "$1" "$2" db1 -c "SELECT history, awaiting_adoption, cardinality(unknown_here) FROM shardid_node_history()"; }
+history_of() { q_at "$1" "$2" db1 -c "SELECT history, awaiting_adoption, cardinality(unknown_here) FROM shardid_node_history()"; }
 
 # run_pg_upgrade MODE OLD NEW OLD_PORT NEW_PORT: NEW_BIN's pg_upgrade from
 # OLD/data to NEW/data (both stopped), --MODE (copy, link, clone).

@@ -45,16 +45,16 @@ upgrade_setup
 # primary issued (the primary's new IDs are in tables new_*_$path).
 promoted() {
     local name=$1 sb=$2 primary=$3 lsn
-    lsn=$(q "$primary" "$new_port" postgres -c "SELECT pg_current_wal_lsn()")
+    lsn=$(q_at "$primary" "$new_port" postgres -c "SELECT pg_current_wal_lsn()")
     wait_until "the standby replays $lsn" 60 \
-        eval "[ \"\$(q '$sb' '$standby_port' postgres -c \"SELECT pg_last_wal_replay_lsn() >= '$lsn'\")\" = t ]"
+        eval "[ \"\$(q_at '$sb' '$standby_port' postgres -c \"SELECT pg_last_wal_replay_lsn() >= '$lsn'\")\" = t ]"
     check "$name: the standby replayed the upgraded server's WAL" t \
-        "$(q "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")"
+        "$(q_at "$sb" "$standby_port" postgres -c "SELECT pg_last_wal_replay_lsn() >= '$lsn'")"
     stop "$NEW_BIN" "$primary"
     as_pg "$NEW_BIN/pg_ctl" -D "$sb/data" -w promote >/dev/null 2>&1 || stop_suite "$name: promotion failed"
     fresh "$name" "$sb" "$standby_port" "standby_$path"
     check "$name: above the upgraded server's IDs" "0 true" \
-        "$(q "$sb" "$standby_port" db1 -c "SELECT (SELECT count(*) FROM new_hourly_standby_$path WHERE id IN (SELECT id FROM new_hourly_$path))
+        "$(q_at "$sb" "$standby_port" db1 -c "SELECT (SELECT count(*) FROM new_hourly_standby_$path WHERE id IN (SELECT id FROM new_hourly_$path))
                   || ' ' || ((SELECT min(id) FROM new_hourly_standby_$path) > (SELECT max(id) FROM new_hourly_$path))")"
     stop "$NEW_BIN" "$sb"
 }
@@ -80,21 +80,21 @@ reflink_dir() {
 logical_copy() {
     local old=$1 new=$2 db tables
     for db in db1 db2; do
-        q "$new" "$new_port" postgres -c "CREATE DATABASE $db" >/dev/null || return 1
+        q_at "$new" "$new_port" postgres -c "CREATE DATABASE $db" >/dev/null || return 1
         as_pg "$NEW_BIN/pg_dump" -h "$old" -p "$old_port" -U postgres --schema-only -d "$db" -f "$work/schema_$db.sql" &&
-            q "$new" "$new_port" "$db" -f "$work/schema_$db.sql" >/dev/null 2>"$work/schema_$db.log" || return 1
+            q_at "$new" "$new_port" "$db" -f "$work/schema_$db.sql" >/dev/null 2>"$work/schema_$db.log" || return 1
         as_pg "$NEW_BIN/pg_dump" -h "$old" -p "$old_port" -U postgres --data-only --table='public.shardid_*' \
             -d "$db" -f "$work/shardid_$db.sql" &&
-            q "$new" "$new_port" "$db" -f "$work/shardid_$db.sql" >/dev/null 2>"$work/shardid_$db.log" || return 1
-        tables=$(q "$old" "$old_port" "$db" -c "SELECT string_agg(quote_ident(relname), ', ') FROM pg_class
+            q_at "$new" "$new_port" "$db" -f "$work/shardid_$db.sql" >/dev/null 2>"$work/shardid_$db.log" || return 1
+        tables=$(q_at "$old" "$old_port" "$db" -c "SELECT string_agg(quote_ident(relname), ', ') FROM pg_class
             WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND relname NOT LIKE 'shardid%'")
-        q "$old" "$old_port" "$db" -c "CREATE PUBLICATION move FOR TABLE $tables" >/dev/null || return 1
-        q "$new" "$new_port" "$db" -c "CREATE SUBSCRIPTION move_$db CONNECTION 'host=$old port=$old_port user=postgres dbname=$db'
+        q_at "$old" "$old_port" "$db" -c "CREATE PUBLICATION move FOR TABLE $tables" >/dev/null || return 1
+        q_at "$new" "$new_port" "$db" -c "CREATE SUBSCRIPTION move_$db CONNECTION 'host=$old port=$old_port user=postgres dbname=$db'
             PUBLICATION move" >/dev/null 2>"$work/sub_$db.log" || return 1
     done
     for db in db1 db2; do
         wait_until "the subscription of $db copied every table" 60 \
-            eval "[ \"\$(q '$new' '$new_port' '$db' -c \"SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'\")\" = 0 ]" ||
+            eval "[ \"\$(q_at '$new' '$new_port' '$db' -c \"SELECT count(*) FROM pg_subscription_rel WHERE srsubstate <> 'r'\")\" = 0 ]" ||
             return 1
     done
 }
@@ -117,7 +117,7 @@ for path in ${UPGRADE_PATHS:-copy link clone dump logical}; do
         stop_suite "$path: the old cluster could not be made"
     start "$OLD_BIN" "$old" "$old_port" || stop_suite "$path: the old server did not start"
     old_life "$old" "$old_port" || stop_suite "$path: the old server's IDs could not be made"
-    old_history=$(q "$old" "$old_port" db1 -c "SELECT history FROM shardid_node_history()")
+    old_history=$(q_at "$old" "$old_port" db1 -c "SELECT history FROM shardid_node_history()")
     [ "$path" = dump ] && { as_pg "$OLD_BIN/pg_dumpall" -h "$old" -p "$old_port" -U postgres -f "$work/dump.sql" ||
         stop_suite "$path: pg_dumpall failed"; }
     [ "$path" != logical ] && stop "$OLD_BIN" "$old"
@@ -140,12 +140,12 @@ for path in ${UPGRADE_PATHS:-copy link clone dump logical}; do
             logical_copy "$old" "$new" || stop_suite "$path: the logical copy failed: $(cat "$work"/*_db*.log | head -5)"
             settle_clock "$new" "$new_port" || stop_suite "$path: the new server's clock"
             check "$path: the subscriber has every row of the application's tables" "$N $N $N" \
-                "$(q "$new" "$new_port" db1 -c "SELECT concat_ws(' ', (SELECT count(*) FROM hourly_ids),
+                "$(q_at "$new" "$new_port" db1 -c "SELECT concat_ws(' ', (SELECT count(*) FROM hourly_ids),
                     (SELECT count(*) FROM decimal_ids), (SELECT count(*) FROM call_numbers))")"
             # The cut-over: no more writes on the old server (it keeps
             # running: its state is taken from shardid_export_state()).
             for db in db1 db2; do
-                q "$new" "$new_port" "$db" -c "SET client_min_messages = warning" -c "ALTER SUBSCRIPTION move_$db DISABLE" \
+                q_at "$new" "$new_port" "$db" -c "SET client_min_messages = warning" -c "ALTER SUBSCRIPTION move_$db DISABLE" \
                     -c "DROP SUBSCRIPTION move_$db" >/dev/null
             done
         fi
@@ -176,13 +176,13 @@ for path in ${UPGRADE_PATHS:-copy link clone dump logical}; do
     refused "$path" "$new" "$new_port"
     [ "$path" != dump ] && [ "$path" != logical ] &&
         check "$path: the upgraded server's own state, which awaits adoption, is refused (22023)" \
-        22023 "$(sqlstate "$new" "$new_port" db1 "SELECT shardid_adopt_state(pg_read_file('$new/data/shardid.hwm'))")"
+        22023 "$(sqlstate_of q_at "$new" "$new_port" db1 -c "SELECT shardid_adopt_state(pg_read_file('$new/data/shardid.hwm'))")"
     # Adopting the new server's own state, or a malformed one, ends nothing.
     check "$path: a text that is not a node state is refused (22P02)" 22P02 \
-        "$(sqlstate "$new" "$new_port" db1 "SELECT shardid_adopt_state(E'shardid node state v3\\nmark x\\n')")"
+        "$(sqlstate_of q_at "$new" "$new_port" db1 -c "SELECT shardid_adopt_state(E'shardid node state v3\\nmark x\\n')")"
     check "$path: an ordinary role cannot adopt a state (42501)" 42501 \
-        "$(q "$new" "$new_port" db1 -c "CREATE ROLE someone" >/dev/null
-           q "$new" "$new_port" db1 -v VERBOSITY=verbose -c "SET ROLE someone" \
+        "$(q_at "$new" "$new_port" db1 -c "CREATE ROLE someone" >/dev/null
+           q_at "$new" "$new_port" db1 -v VERBOSITY=verbose -c "SET ROLE someone" \
              -c "SELECT shardid_adopt_state(pg_read_file('$old/data/shardid.hwm'))" 2>&1 |
              grep -oE 'ERROR:  [0-9A-Z]{5}' | head -1 | cut -c9-)"
     case $path in
@@ -190,14 +190,14 @@ for path in ${UPGRADE_PATHS:-copy link clone dump logical}; do
         # As the docs' shell line does: the file through a psql variable
         # (which loses its last newline).
         out=$(echo "SELECT shardid_adopt_state(:'state')" |
-            q "$new" "$new_port" db1 -v state="$(as_pg cat "$old/data/shardid.hwm")" 2>&1) ||
+            q_at "$new" "$new_port" db1 -v state="$(as_pg cat "$old/data/shardid.hwm")" 2>&1) ||
             fail "$path: shardid_adopt_state() through a psql variable failed: $out"
         ;;
     logical)
         # From the running old server, as the docs say: its export covers
         # every ID it issued so far; then it stops (its IDs are over).
         out=$(echo "SELECT shardid_adopt_state(:'state')" |
-            q "$new" "$new_port" db1 -v state="$(q "$old" "$old_port" db1 -c "SELECT shardid_export_state()")" 2>&1) ||
+            q_at "$new" "$new_port" db1 -v state="$(q_at "$old" "$old_port" db1 -c "SELECT shardid_export_state()")" 2>&1) ||
             fail "$path: shardid_adopt_state() of the old server's export failed: $out"
         stop "$OLD_BIN" "$old"
         ;;
@@ -205,7 +205,7 @@ for path in ${UPGRADE_PATHS:-copy link clone dump logical}; do
     esac
     check "$path: after the adoption, the node continues the old history" \
         "f 0 $old_history" \
-        "$(q "$new" "$new_port" db1 -c "SELECT awaiting_adoption, cardinality(unknown_here), adopted[1] FROM shardid_node_history()" |
+        "$(q_at "$new" "$new_port" db1 -c "SELECT awaiting_adoption, cardinality(unknown_here), adopted[1] FROM shardid_node_history()" |
             tr '|' ' ')"
     fresh "$path" "$new" "$new_port" "$path"
     if [ "$path" = link ]; then

@@ -22,7 +22,7 @@ port=${UUIDV7_PORT:-15470}
 trap 'cluster_stop "$dir" immediate; rm -rf "$dir"' EXIT
 cluster_init "$dir" "shared_preload_libraries = 'shardid'" "shardid.node_id = 7" "max_connections = 40" || exit 1
 cluster_start "$dir" "$port" || exit 1
-q() { PGOPTIONS="-c client_min_messages=warning" cluster_psql "$dir" "$port" -At "$@"; }
+export PGOPTIONS="-c client_min_messages=warning"
 q -c "CREATE EXTENSION shardid"
 
 witness_load "next_uuidv7()" shardid_u "$S" "$N"

@@ -18,7 +18,7 @@
 #                PostgreSQL 15 (this machine's, copied into the 17 root by
 #                scripts/roots.sh, with shardid built for it here) to the
 #                root's version, against the installed package
-#   citus        test/citus/citus.sh with Citus built in the root from the
+#   citus        test/citus/'s suites (but upgrade.sh, from 15) with Citus built in the root from the
 #                vendored source at $SHARDID_VENDOR (17 and 18: Citus 14.0.1)
 #
 # SHARDID_ROOT_SUITES names the suites (default: all three). Results are
@@ -42,10 +42,22 @@ shardid_files() {
     ls -d "$("$PG_CONFIG" --pkglibdir)"/shardid* "$("$PG_CONFIG" --sharedir)"/extension/shardid* 2>/dev/null
 }
 
+# Turns: 18's and 19's suites share a root, and dpkg has one lock: their
+# package-manager steps take turns (fd 8, a lock in the root), their builds
+# need not. postgresql-common finds a port by trying from 5432 on
+# (pg_buildext installcheck, pg_upgradecluster): those steps take turns
+# with every root's and the host's (fd 9, which the test command opens on
+# its lock file: SHARDID_PORT_FD).
+dpkg_turn() { exec 8>/var/lib/dpkg/shardid-turn.lock && flock 8; }
+dpkg_turn_over() { flock -u 8 2>/dev/null; }
+port_turn() { [ -z "${SHARDID_PORT_FD:-}" ] || flock "$SHARDID_PORT_FD"; }
+port_turn_over() { [ -z "${SHARDID_PORT_FD:-}" ] || flock -u "$SHARDID_PORT_FD"; }
+
 package_suite() {
     local name="package ($PGV)" out deb debdir readme_deb=""
 
     # A clean root: no package of shardid's, no file of shardid's.
+    dpkg_turn
     dpkg -s "$pkg" >/dev/null 2>&1 && dpkg --purge "$pkg" >/dev/null 2>&1
     out="PASS the root has no file of shardid's before the package is installed"
     [ -n "$(shardid_files)" ] && out="FAIL the root has files of shardid's before the package: $(shardid_files | tr '\n' ' ')"
@@ -97,6 +109,7 @@ package_suite() {
         build_what=(-S)
         built_what="the source package (-S; the binary package is README's, built above)"
     fi
+    dpkg_turn_over
     if (cd "$debdir/shardid-$semver" && PG_UPDATECONTROL=yes pg_buildext updatecontrol &&
         dpkg-buildpackage -us -uc "${build_what[@]}") >"$work/dpkg-buildpackage.log" 2>&1 &&
        { [ -z "$readme_deb" ] || cp "$readme_deb" "$debdir/"; }; then
@@ -121,11 +134,12 @@ package_suite() {
         mkdir -p /build/packages && cp "$debdir"/*.deb "$debdir"/*.dsc "$debdir"/*.tar.* /build/packages/ 2>/dev/null
     else
         out+=$'\n'"FAIL no ${pkg}_${semver} package: $(ls "$debdir" | tr '\n' ' ')"
-        count_lines "$out"; record "$name" "$ok" "$bad"; return 1
+        count_lines "$out"; record "$name" "$ok" "$bad"; dpkg_turn_over; return 1
     fi
 
     # Install it as an administrator would; apt resolves its dependencies
     # from what the root has.
+    dpkg_turn
     if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/apt.log" 2>&1; then
         out+=$'\n'"PASS apt installs $(basename "$deb")"
     else
@@ -184,6 +198,7 @@ SQL
     fi
     cluster_stop "$dir" immediate
     rm -rf "$dir"
+    dpkg_turn_over
     count_lines "$out"
     record "$name" "$ok" "$bad"
 
@@ -192,8 +207,10 @@ SQL
     local t="$work/autopkgtest"
     test_copy "$t" .
     rm -rf "$t/build" "$t/results"
+    port_turn
     out=$(cd "$t" && as_pg sh debian/tests/installcheck 2>&1)
     local rc=$?
+    port_turn_over
     record_regress "pg_regress ($PGV, installed .deb, pg_buildext installcheck)" "$out" "$t"
     if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
         tail -30 <<<"$out"
@@ -318,10 +335,15 @@ upgrade_suite() {
     OLD_VERSION=15 NEW_VERSION=$PG_MAJOR run_script "upgrade ($PGV, pg_upgradecluster 15 to $PG_MAJOR)" test/upgrade/cluster.sh
 }
 
-# test/citus/citus.sh against the installed package, with Citus built in
-# this root from the vendored source (scripts/citus.sh: cached in the root).
-citus_suite() {
-    run_script "citus ($PGV, citus)" test/citus/citus.sh
+# test/citus/'s suites against the installed package (but upgrade.sh, whose
+# old server is 15), with Citus built in this root from the vendored source
+# (scripts/citus.sh: cached in the root).
+root_citus_suite() {
+    local script
+    for script in $(suite_files script citus); do
+        [ "$script" = test/citus/upgrade.sh ] && continue
+        run_script "citus ($PGV, $(basename "$script" .sh))" "$script"
+    done
 }
 
 [[ $suites == *" package "* ]] && package_suite
@@ -331,7 +353,7 @@ fi
 [[ $suites == *" partman "* ]] && partman_suite
 [[ $suites == *" upgrade "* ]] && upgrade_suite
 if [[ $suites == *" citus "* ]]; then
-    if [ -z "$(shardid_files)" ]; then broken "citus ($PGV)" "shardid is not installed"; else citus_suite; fi
+    if [ -z "$(shardid_files)" ]; then broken "citus ($PGV)" "shardid is not installed"; else root_citus_suite; fi
 fi
 if [[ $suites == *" tap "* ]]; then
     # The failover scenario with 200,000 rows replayed (1,000,000 natively

@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.."
 . scripts/lib.sh
 
 # checks DIR: prints PASS/FAIL lines for the tree in DIR.
-checks() {
+truth_checks() {
     local dir=$1 v semver
     v=$(sed -n "s/^default_version *= *'\(.*\)'/\1/p" "$dir/shardid.control")
     check "control file names a version X.Y" 1 "$(grep -cE '^[0-9]+\.[0-9]+$' <<<"$v")"
@@ -82,7 +82,7 @@ PY
         "$(sed -n 's/^## \([0-9][0-9.]*\).*/\1/p' "$dir/CHANGELOG.md" | head -1)"
 }
 
-checks .
+truth_checks .
 
 # `make dist`: the PGXN archive is named after the version and holds
 # META.json and the control file under shardid-<version>/.
@@ -112,7 +112,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp -r shardid.control META.json CHANGELOG.md sql debian "$tmp"/
 sed -i "s/^default_version *=.*/default_version = '9.9'/" "$tmp/shardid.control"
-drift=$(checks "$tmp")
+drift=$(truth_checks "$tmp")
 for what in "META.json version" "debian/changelog" "upgrade scripts lead" "CHANGELOG.md"; do
     if grep -q "^FAIL $what" <<<"$drift"; then
         echo "PASS negative control: a control file at 9.9 alone fails the check \"$what\""

@@ -263,7 +263,7 @@ namespace {
 
 // A statement's waits for renewals, counted together: a statement that
 // waited for the key lease and then for a spare run waited twice the bound
-// (10.7 s in citus.sh 4d, PostgreSQL 17, a bound of 5.4 s). Waits of one
+// (10.7 s in fences.sh 4d, PostgreSQL 17, a bound of 5.4 s). Waits of one
 // statement less than a bound apart share one bound; a statement's wait
 // begun more than a bound after its last (a long INSERT ... SELECT through
 // two outages) has a bound of its own.

@@ -51,7 +51,7 @@ constexpr int min_spare_runs = 8;
 // last quarter fence or of the current one (over a quarter fence at
 // least), up to 64. Quarters, not whole fences: a rate measured over a
 // window that began before a load began is diluted by the time before,
-// and spares set by it ran out in a pause shorter than the fence (citus.sh
+// and spares set by it ran out in a pause shorter than the fence (fences.sh
 // 4d on a loaded machine: a new connection failed in a 12 s pause, fence
 // 20 s).
 int64_t quarter_fence_ms() { return std::max(citus_fence_ms, 4) / 4; }

@@ -237,7 +237,7 @@ void take_call_runs(int64 key, int64 above, int n, int64* runs)
     floor = high;
     // One record for all n: a refill of a Citus worker's spares flushed
     // one for each run id, and on a loaded machine the refill came seconds
-    // after the coordinator answered again (citus.sh 4d).
+    // after the coordinator answered again (test/citus/fences.sh 4d).
     const XLogRecPtr end = persist(persisted_state());
     LWLockRelease(&shared->state_lock);
     // Used only once its record is safe, like any counter's floor.
