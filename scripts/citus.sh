@@ -104,11 +104,12 @@ citus_ensure_locked() {
         cd "citus-$CITUS_VERSION"
         for p in "${patches[@]}"; do patch -s -p1 <"$p"; done
         ./configure "${citus_configure[@]}" PG_CONFIG="$PG_CONFIG" >"$build/configure.log" 2>&1
-        # A background build: it gives way to the suites that run meanwhile.
-        # No debug information (COPT=-g0, after PGXS' -g): nobody debugs
-        # these builds, and it cost a sixth of each build's time (three on
-        # a fresh machine: 15 natively, 17 and 18 in their roots).
-        nice -n 19 make -s -j2 with_llvm=no COPT=-g0 >"$build/make.log" 2>&1
+        # Its niceness is its caller's (the test command's native build at
+        # full priority: the Citus suites wait for it; a root's, the root
+        # builder's). No debug information (COPT=-g0, after PGXS' -g):
+        # nobody debugs these builds, and it cost a sixth of each build's
+        # time.
+        make -s -j2 with_llvm=no COPT=-g0 >"$build/make.log" 2>&1
         as_root rm -rf "$new"
         as_root make -s install with_llvm=no DESTDIR="$new" >"$build/install.log" 2>&1
     ) || {

@@ -253,8 +253,10 @@ fi
 # What the build needs, first; the rest of what the suites need (and the
 # clients' tools) in the background while shardid builds, apt's turn then
 # going to Citus' build dependencies: Citus for the Citus suites
-# (scripts/citus.sh), built once per machine and cached, niced; its suites
-# wait for it (a lock), and the citus lane runs its other suites first.
+# (scripts/citus.sh), built once per machine and cached, at full priority
+# (about 80 s of CPU: niced, it took 11 minutes on a busy fresh machine);
+# its suites wait for it (a lock), and the citus lane runs its other
+# suites first.
 # (Its errors, if any, come again from the suite's own call.)
 ensure_deps quick || { broken setup "could not install the build's dependencies"; finish; }
 ( started=$SECONDS
@@ -263,7 +265,6 @@ ensure_deps quick || { broken setup "could not install the build's dependencies"
   { ensure_deps full && ensure_packages "${clients_deps[@]}"; } >"$lanes/deps.log" 2>&1
   echo $? >"$lanes/deps.rc"
   times_row "dependencies of the suites installed (beside the build)" $((SECONDS - started)) "$(cpu_s_since)"
-  renice -n 5 -p "$BASHPID" >/dev/null 2>&1
   SHARDID_LANE=citus-build cpu_group_enter citus-build
   started=$SECONDS
   citus_ensure >/dev/null 2>&1
