@@ -110,9 +110,9 @@ done
 mkdir -p "$tmp/vendor14" "$tmp/root18/build" "$tmp/elsewhere/clone"
 : >"$tmp/vendor14/citus-14.0.1.tar.gz"
 out=$( (. scripts/roots.sh && . scripts/citus.sh
-        root_dir() { echo "$tmp/root$1"; }
-        root_run() { echo "ROOT $*"; }
-        as_root() { "$@"; }
+        root_dir() { echo "$tmp/root$1"; }  # test double
+        root_run() { echo "ROOT $*"; }      # test double
+        as_root() { "$@"; }                 # test double
         export SHARDID_VENDOR=$tmp/vendor14 PG_MAJOR=15
         cd "$tmp/elsewhere/clone" && citus_root_ensure 18) 2>&1)
 rc=$?

@@ -29,8 +29,8 @@
             defined in two files: a helper lives once, in scripts/lib.sh
             (servers, polling, etcd), scripts/citus.sh (Citus) or a suite
             folder's lib.sh; a suite's own functions carry names of their
-            own (test doubles: a function defined inside a subshell, one
-            line "( name() { ...", to record what a script would run);
+            own (test doubles, which record what a script would run, are
+            defined as "( name() {" or on a line marked "# test double");
   root      nothing at the top of the tree but what the project's shape
             names (README.md, "The project's shape"), or what .gitignore
             ignores (build output, fuzzer artifacts): a stray file fails.
@@ -426,11 +426,10 @@ def check_helpers(root):
             rel = os.path.relpath(path, root)
             with open(path, encoding="utf-8") as f:
                 text = f.read()
-            # Test doubles: a function defined for one subshell, "( name() {" or
-            # "name() { ...; }" on a line inside "( ... )", stands in for the real one.
+            # Test doubles stand in for the real function in one subshell:
+            # defined as "( name() {", or on a line marked "# test double".
             doubles = set(re.findall(r"\(\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{", text))
-            doubles |= set(re.findall(r"^\s+([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{ [^\n]*\}$", text, re.M)) \
-                if rel == "test/structure/build_deps.sh" else set()
+            doubles |= set(re.findall(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{.*# test double$", text, re.M))
             for name in set(SHELL_FUNCTION.findall(text)) - doubles:
                 where.setdefault(name, []).append(rel)
     for name, files in sorted(where.items()):
