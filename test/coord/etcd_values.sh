@@ -220,12 +220,12 @@ fi
 if section 8; then
 hangs=""
 for i in 1 2 3; do
-    python3 test/coord/proxy.py $((base + 50 + i)) hang & proxies+=($!)
+    python3 test/coord/proxy.py $((base + 50 + i)) hang "$work/hung" & proxies+=($!)
     hangs+="${hangs:+,}http://127.0.0.1:$((base + 50 + i))"
 done
 for i in 1 2 3; do wait_port $((base + 50 + i)) || fail "the hanging endpoint $i did not listen"; done
 node_up h1 $((base + 54)) "" "shardid.etcd_endpoints = '$hangs'" "shardid.etcd_lease_ttl = 300s" || stop_suite "h1 did not start"
-sleep 1  # the coordinator is inside a request that never ends
+wait_until "h1's coordinator inside a request that never ends" 30 test -e "$work/hung"
 t0=$(date +%s%3N)
 # The request in flight would last a third of the TTL (100 s): pg_ctl's own
 # wait (60 s) ends first unless the stop abandons it.
@@ -268,7 +268,7 @@ wait_state a1 held 10 || stop_suite "a1 did not claim 7"
 node_up b1 $((base + 72)) "" "shardid.node_id = 7" "shardid.etcd_lease_ttl = 10s" || stop_suite "b1 did not start"
 wait_state b1 refused 10 || fail "b1 is not refused while a1 holds 7"
 # Each node tries to issue all along: a1 for 14 s (its lease is revoked
-# after 2), b1 until it has issued 100 IDs (it waits out a1's fence first;
+# once it has issued 100 IDs), b1 until it has issued 100 IDs (it waits out a1's fence first;
 # 120 s, scaled by SHARDID_HANG_SCALE, are its hang guard).
 loop() {  # SECONDS ROWS
     echo "DO \$\$ DECLARE stop timestamptz := clock_timestamp() + interval '$1 s'; BEGIN
@@ -281,7 +281,7 @@ loop() {  # SECONDS ROWS
 q a1 -c "CREATE TABLE l (at timestamptz, id bigint)"; q b1 -c "CREATE TABLE l (at timestamptz, id bigint)"
 q a1 -c "SET shardid.etcd_wait = 0" -c "$(loop 14 1000000000)" & la=$!
 q b1 -c "SET shardid.etcd_wait = 0" -c "$(loop $((120 * ${SHARDID_HANG_SCALE:-1})) 100)" & lb=$!
-sleep 2
+wait_rows a1 l 100 10 || fail "a1 issued nothing before its lease was revoked"
 lease=$(q a1 -c "SELECT lease_id FROM shardid_coordination()")
 revoked=$(date +%s%3N)
 ectl lease revoke "$(printf '%x' "$lease")" >/dev/null  # as a leader that was paused does (etcd-io/etcd#12528)

@@ -7,7 +7,8 @@
   proxy.py PORT grant TARGET_PORT TTL
                                   forwards HTTP requests to etcd, with the TTL of every lease
                                   grant's answer replaced by TTL (a broken or hostile gateway)
-  proxy.py PORT hang              accepts every connection and never answers
+  proxy.py PORT hang [FILE]       accepts every connection and never answers (creates FILE
+                                  once it holds one: the node is inside a request)
   proxy.py PORT count TARGET_PORT FILE
                                   forwards TCP to 127.0.0.1:TARGET_PORT and keeps FILE at the
                                   bytes sent each way so far, "<to etcd> <from etcd>" (a benchmark's
@@ -144,6 +145,8 @@ def serve(conn):
         watchgate(conn)
     elif mode == "hang":
         hung.append(conn)  # kept open, never read or answered
+        if len(sys.argv) > 3:
+            open(sys.argv[3], "a").close()
     elif mode == "html":
         answer(conn, b"<html><body><h1>502 Bad Gateway</h1></body></html>", "502 Bad Gateway", "text/html")
     else:

@@ -244,7 +244,7 @@ if want 4; then
     issue_for y 120 "next_instagram_id(5)" i & y2=$!
     issue_for x 120 "next_snowflake_id(5)" s & x1=$!
     issue_for x 120 "next_instagram_id(5)" i & x2=$!
-    sleep 2
+    wait_rows y s 500 30 && wait_rows y i 500 30 || fail "node y issued nothing"
     # Right after one of y's renewals (its issuing_until moves).
     was=$(q y -c "SELECT issuing_until FROM shardid_coordination()")
     for _ in $(seq 200); do
@@ -393,7 +393,7 @@ if want 6; then
     q h -c "SELECT next_snowflake_id(5), next_snowflake_id()" >/dev/null || stop_suite "node h did not take shard 5"
     issue_for h 200 "next_snowflake_id(5)" t & l1=$!
     issue_for h 200 "next_snowflake_id()" t & l2=$!
-    sleep 1
+    wait_rows h t 1000 30 || fail "node h issued nothing"
     ectl put "$PREFIX/history" "garbage written by hand" >/dev/null
     edited=$(ms_now)
     # A claim tried at once reads it (as the next renewal does).
@@ -433,7 +433,10 @@ if want 7; then
     # Instagram's 1,024 a millisecond: about 20 s).
     ( q_err o "SELECT count(next_instagram_id(8 + s % 4)) FROM generate_series(1, 20000000) s" >"$work/stmt"
       ms_now >"$work/stmt_end" ) & stmt=$!
-    sleep 3
+    wait_until "the statement to run, shards 8-11 held" 30 shows t q o -c "
+        SELECT (SELECT count(*) FROM shardid_shard_claims() WHERE state = 'held' AND shard BETWEEN 8 AND 11) = 4
+           AND EXISTS (SELECT FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND state = 'active'
+                       AND query LIKE '%generate_series(1, 20000000)%')"
     q o -c "ALTER SYSTEM SET shardid.shards = '0-7'" -c "SELECT pg_reload_conf()" >/dev/null
     reloaded=$(ms_now)
     wait $stmt
@@ -506,19 +509,20 @@ if want 9; then
     q u -c "SELECT next_snowflake_id(3)" >/dev/null || stop_suite "node u did not take shard 3"
     issue_for u 200 "next_snowflake_id(3)" s & l1=$!
     issue_for v 200 "next_decimal_id()" d & l2=$!
-    sleep 1
+    wait_rows u s 500 30 && wait_rows v d 500 30 || fail "the nodes issued nothing"
     "${backup[@]}" sh docs/setup/etcd-backup.sh save "$work/backup.db" >"$work/backup.log" 2>&1 &&
         pass "the procedure: docs/setup/etcd-backup.sh save makes a snapshot while nodes issue" ||
         { fail "etcd-backup.sh save failed"; cat "$work/backup.log"; }
     # After the backup: u gives shard 3 to v, which issues with it; v takes
     # a new generator id.
-    sleep 1
+    wait_rows u s $(($(q u -c "SELECT count(*) FROM s") + 500)) 30 || fail "node u issued nothing after the backup"
     touch "$work/stop-u"
     wait $l1
     q u -c "SELECT shardid_release_shard('snowflake', 3)" >/dev/null
     issue_for v 200 "next_snowflake_id(3)" s & l3=$!
     q v -c "SELECT decimal_id_new_generator()" >/dev/null
-    sleep 3
+    wait_rows v s 500 30 && wait_rows v d $(($(q v -c "SELECT count(*) FROM d") + 500)) 30 ||
+        fail "node v issued nothing with shard 3 or its new generator id"
     # etcd loses its data.
     kill -9 "${etcd_pid_of[m1]}"
     wait "${etcd_pid_of[m1]}" 2>/dev/null

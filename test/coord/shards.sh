@@ -150,7 +150,8 @@ if want 2; then
     for n in c d; do q $n -c "CREATE TABLE t (id bigint PRIMARY KEY)"; done
     c_max=$(q c -c "INSERT INTO t SELECT next_snowflake_id(5) FROM generate_series(1, 50000); SELECT max(id) FROM t")
     check "node c holds shard 5" "held" "$(q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
-    sleep 2.5
+    # An event, waited for (1 s of idleness, then the worker's next round).
+    wait_until "node c to give shard 5 back" 15 shows "" q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5"
     check "after shardid.shard_idle_release without an ID, node c gave shard 5 back" "" \
         "$(q c -c "SELECT state FROM shardid_shard_claims() WHERE shard = 5")"
     check "etcd deleted the idle value's mark and folded its word into the space's retired word" "|t" \
@@ -158,7 +159,8 @@ if want 2; then
             w=$(ectl get --print-value-only "$PREFIX/shardretired/e1577836800000u1t41s10q12")
             [ -n "$w" ] && [ $((w >> 12)) -ge $((c_max >> 22)) ] && echo t || echo "f ($w)")"
     q c -c "SELECT count(next_instagram_id(s)) FROM generate_series(100, 119) s" >/dev/null
-    sleep 2.5
+    wait_until "node c to give the 20 values back" 15 \
+        shows 0 q c -c "SELECT count(*) FROM shardid_shard_claims() WHERE shard BETWEEN 100 AND 119"
     check "... and of 20 more values given back idle, no mark stays in etcd (issue 49: one per value, for good)" "0" \
         "$(ectl get --prefix --keys-only "$PREFIX/shardmark/e1314220021721u1t40s13q10/" | grep -c .)"
     check "node d (clock 6 s behind) takes shard 5 and issues above every ID of node c" "t" \
@@ -407,7 +409,7 @@ if want 8; then
     q k -c "SELECT next_snowflake_id(5)" >/dev/null
     ISSUE_BATCH=2000 issue_for k 14 "next_snowflake_id(5)" t &
     k_load=$!
-    sleep 2
+    wait_rows k t 2000 15 || fail "node k issued nothing"
     ISSUE_BATCH=2000 issue_for l 11 "next_snowflake_id(5)" t &
     l_load=$!
     deleted=$(q k -c "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
@@ -595,7 +597,7 @@ if want 12; then
               -c "SELECT count(next_snowflake_id(80)) FROM generate_series(1, 2000000)" 2>&1 >/dev/null | grep ERROR
       done >"$work/asker.errors" ) &
     asker=$!
-    sleep 2
+    wait_until "the role on zb to be refused once" 15 test -s "$work/asker.errors"
     cluster_stop "${dir_of[za]}" fast
     node_start za || stop_suite "node za did not start again"
     wait_state za held 10 || stop_suite "node za did not claim id 80 again"

@@ -158,23 +158,31 @@ void Holder::publish_state()
     if (seen_held_ms_ == 0)
         seen_held_ms_ = seen_on_time_ms_ = now;  // the worker's start
     SpinLockAcquire(&c.mutex);
-    if (not_held && c.not_held_since == 0)
+    if (not_held && c.not_held_since == 0) {
         c.not_held_since = std::clamp(fence_ms_, seen_held_ms_, now);
-    else if (!not_held && c.not_held_since != 0) {
+        // Values that ran out before the claim was lost, unseen (the worker
+        // blocked in a request meanwhile): `unconfirmed` from then on.
+        if (c.unconfirmed_since == 0 && values_until_ms_ < c.not_held_since)
+            c.unconfirmed_since = std::clamp(values_until_ms_, seen_held_ms_, c.not_held_since);
+    } else if (!not_held && c.not_held_since != 0) {
         c.not_held_ms += now - c.not_held_since;
         c.not_held_since = 0;
     }
+    // A period of a held id (`unconfirmed`, `expiring`) that ends with the
+    // claim lost ends where the period without an id begins, not when the
+    // worker looked again: the time between is counted once, as not held.
+    const int64_t held_end = not_held ? c.not_held_since : now;
     if (unconfirmed && c.unconfirmed_since == 0) {
         c.unconfirmed_since = std::clamp(values_until_ms_, seen_held_ms_, now);
     } else if (!unconfirmed && c.unconfirmed_since != 0) {
-        c.unconfirmed_ms += now - c.unconfirmed_since;
+        c.unconfirmed_ms += std::max<int64_t>(held_end - c.unconfirmed_since, 0);
         c.unconfirmed_since = 0;
     }
     if (expiring && c.expiring_since == 0) {
         c.expiring_since = expiring_from_ms(now);
         c.expiring_episodes++;
     } else if (!expiring && c.expiring_since != 0) {
-        c.expiring_ms += now - c.expiring_since;
+        c.expiring_ms += std::max<int64_t>(held_end - c.expiring_since, 0);
         c.expiring_since = 0;
     }
     strlcpy(c.state, state, sizeof c.state);
