@@ -15,7 +15,7 @@ DISTVERSION = $(EXTVERSION).0
 CORE_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/core/*.cpp src/core/*/*.cpp)))
 TRANSPORT_OBJS = src/etcd/transport.o
 ETCD_OBJS = $(filter-out $(TRANSPORT_OBJS),$(patsubst %.cpp,%.o,$(sort $(wildcard src/etcd/*.cpp))))
-PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp)))
+PG_OBJS = $(patsubst %.cpp,%.o,$(sort $(wildcard src/pg/*.cpp src/pg/*/*.cpp src/pg/*/*/*.cpp)))
 OBJS = $(CORE_OBJS) $(ETCD_OBJS) $(PG_OBJS)
 
 DATA = $(wildcard sql/shardid--*.sql)

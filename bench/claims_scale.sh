@@ -17,7 +17,7 @@
 set -u
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
-. test/coord/lib.sh
+. test/etcd/lib.sh
 ROUNDS=${1:-5}
 coord_setup 17800
 etcd_main 25791 25891
@@ -37,7 +37,7 @@ wait_held() {  # NODE N SECONDS
 echo "## Claims at Instagram's scale (etcd $(etcd --version | awk '/etcd Version/ {print $3}') on this machine, lease TTL 10 s: a renewal every 2 s)"
 
 # --- what a renewal costs, by the values held --------------------------------
-$PY test/coord/proxy.py 25800 count 25791 "$work/count-x" & coord_pids+=($!)
+$PY test/etcd/proxy.py 25800 count 25791 "$work/count-x" & coord_pids+=($!)
 wait_port 25800 || { echo "  (the counting proxy did not start)"; exit 1; }
 PREFIX=/bench-x
 ETCD_URLS=http://127.0.0.1:25800

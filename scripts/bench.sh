@@ -22,8 +22,8 @@ if [ "${1:-}" = "--promises" ]; then
     . scripts/suites.sh
     ensure_deps || { broken setup "could not install dependencies"; finish; }
     build_install || { broken build "make or make install failed"; finish; }
-    for suite in test/coord/claims.sh test/coord/shards.sh test/coord/outage.sh test/coord/etcd.sh \
-        test/coord/etcd_values.sh test/coord/patroni.sh test/coord/recovery.sh test/citus/ids.sh test/citus/keys.sh test/citus/fences.sh test/clients/compare.sh; do
+    for suite in test/etcd/claims.sh test/etcd/shards.sh test/etcd/outage.sh test/etcd/ids.sh \
+        test/etcd/values.sh test/etcd/patroni.sh test/etcd/recovery.sh test/citus/ids.sh test/citus/keys.sh test/citus/fences.sh test/clients/compare.sh; do
         out=$(SHARDID_JUDGE_PROMISES=1 bash "$suite" 2>&1)
         rc=$?
         # The suite's other checks count too (the test command's as well).
@@ -319,12 +319,12 @@ echo "  etcd requests per second over ${SPAN} s: idle $(awk -v a="$r0" -v b="$r1
 if [ $smoke = no ]; then
     # The failover pause under Patroni: the coordination suite's scenario 7
     # measures it (three members on etcd, kill -9 of the leader under load).
-    bash test/coord/patroni.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
+    bash test/etcd/patroni.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
     # Inserts while etcd pauses 5 s and while its leader dies: the outage
-    # suite measures them (test/coord/outage.sh, a load client timing each).
-    bash test/coord/outage.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
+    # suite measures them (test/etcd/outage.sh, a load client timing each).
+    bash test/etcd/outage.sh 2>&1 | grep '^# figure' | sed 's/^# figure: /  /' || true
 else
-    echo "  (the Patroni failover pause and inserts during etcd's hiccups: a full run takes them from test/coord/patroni.sh and test/coord/outage.sh)"
+    echo "  (the Patroni failover pause and inserts during etcd's hiccups: a full run takes them from test/etcd/patroni.sh and test/etcd/outage.sh)"
 fi
 echo
 

@@ -126,7 +126,7 @@ ensure_deps() {
 
 # ensure_packages FILE:PACKAGE...: installs each package whose file is
 # missing (a command run alone, outside the test command, names what it
-# needs this way: test/nemesis/run.sh, test/citus/nemesis_run.sh).
+# needs this way: test/etcd/nemesis/run.sh, test/citus/nemesis_run.sh).
 ensure_packages() {
     local missing=() want
     for want in "$@"; do

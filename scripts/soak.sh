@@ -7,7 +7,7 @@
 # (docs/testing.md lists them).
 #
 #   bash scripts/soak.sh             about 15 minutes on 2 cores:
-#       - the etcd nemesis (test/nemesis/suite.sh): 90 s with a fixed seed,
+#       - the etcd nemesis (test/etcd/nemesis/suite.sh): 90 s with a fixed seed,
 #         then each negative control, which must find anomalies;
 #       - the Citus nemesis (test/citus/nemesis.sh): 200 s with a fixed
 #         seed, every kind of fault, then its control;
@@ -38,7 +38,7 @@ trap 'rm -rf "$work"' EXIT
 
 if [ $release = yes ]; then
     seconds=${NEMESIS_SECONDS:-1800}
-    out=$(bash test/nemesis/run.sh --seconds "$seconds" --seed fresh 2>&1)
+    out=$(bash test/etcd/nemesis/run.sh --seconds "$seconds" --seed fresh 2>&1)
     rc=$?
     tail -30 <<<"$out"
     [ "$rc" = 0 ] && grep -q '^anomalies: 0 ' <<<"$out" && record "nemesis ($seconds s, fresh seed)" 1 0 ||
@@ -48,7 +48,7 @@ if [ $release = yes ]; then
     finish
 fi
 
-out=$(bash test/nemesis/suite.sh 2>&1)
+out=$(bash test/etcd/nemesis/suite.sh 2>&1)
 record_script "nemesis (90 s, fixed seed, and its controls)" "$out" $?
 out=$(bash test/citus/nemesis.sh 2>&1)
 record_script "citus nemesis (200 s, fixed seed, and its control)" "$out" $?

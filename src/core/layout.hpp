@@ -38,7 +38,7 @@ constexpr int64_t floor_mod(int64_t a, int64_t b) { return a - floor_div(a, b) *
 // A layout's shape: the epoch, the tick length and the three widths, with
 // all the arithmetic on them. Two layouts of the same shape share node state
 // (the name is for people only); shapes live in shared memory and in the
-// persisted node state (src/core/coord/node_state.hpp), so they hold no pointer.
+// persisted node state (src/core/state/node_state.hpp), so they hold no pointer.
 struct Layout;
 struct Shape {
     int64_t epoch_ms = 0;  // Unix milliseconds of tick 0

@@ -1,9 +1,9 @@
-// The etcd client: posts the bodies of src/core/coord/etcd_wire.hpp to etcd's v3
+// The etcd client: posts the bodies of src/core/etcd/wire.hpp to etcd's v3
 // JSON gateway through the transport (src/etcd/transport.hpp: libcurl, in a
 // library only the coordinator loads), trying the endpoints in turn, authenticating
 // when a user is configured. Blocking, with a timeout per request; no
 // PostgreSQL header; never throws (every failure is a false return with a
-// reason), so the coordinator worker (src/pg/coord/worker.cpp) can call it
+// reason), so the coordinator worker (src/pg/etcd/worker/start.cpp) can call it
 // without C++ exceptions reaching PostgreSQL. The only code of shardid that
 // touches the network.
 #pragma once
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/coord/etcd_wire.hpp"
+#include "core/etcd/wire.hpp"
 #include "etcd/transport.hpp"
 
 namespace shardid::etcd {

@@ -1,7 +1,7 @@
 // The HTTP transport to etcd, and the C interface between its library and
 // shardid's: src/etcd/transport.cpp is built into a library of its own,
 // shardid_etcd.so, the only one linked with libcurl. The coordinator worker
-// loads it (src/pg/coord/etcd_transport.cpp), and nothing else does: a
+// loads it (src/pg/etcd/etcd_transport.cpp), and nothing else does: a
 // backend never maps libcurl or the libraries it brings. The etcd client
 // (src/etcd/client.hpp) posts through the table it returns. Plain C types
 // only across the boundary; no PostgreSQL header on either side.

@@ -1,6 +1,6 @@
 // PG_MODULE_MAGIC and _PG_init: the settings (src/pg/base/settings.cpp), the
 // statement count (src/pg/base/statement.cpp), shared memory, the WAL
-// resource manager, the coordinator worker and the utility hook.
+// resource manager, the Citus and etcd rooms and the utility hook.
 #include "pg/base/pg.hpp"
 
 extern "C" {
@@ -8,12 +8,11 @@ extern "C" {
 #include "tcop/utility.h"
 }
 
-#include "pg/coord/worker.hpp"
 #include "pg/citus/citus.hpp"
+#include "pg/etcd/etcd.hpp"
 #include "pg/generate/layouts.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/base/statement.hpp"
-#include "pg/source/shard_claims.hpp"
 #include "pg/state/lineage.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/state/wal.hpp"
@@ -63,15 +62,11 @@ void _PG_init(void)
     statement_init();
     shmem_init();
     citus_init();
-    shard_claims_init();
+    etcd_init();
     wal_init();
     // The directory pg_upgrade writes into awaits its predecessor's state.
     if (IsBinaryUpgrade)
         mark_upgrade_target();
-    // pg_upgrade's servers (-b) claim nothing: the worker starts with the
-    // upgraded server instead.
-    if (!IsBinaryUpgrade)
-        coord_register_worker();
     prev_utility = ProcessUtility_hook;
     ProcessUtility_hook = utility_hook;
 }

@@ -9,11 +9,11 @@ prints the summary; its last line is
 
 Usage: checker.py DIR [--control duplicates]; checker.py --self-test.
 Exit status 0 exactly when there is no anomaly, every slot's clients had
-every scheme at least test/nemesis/checker.py's MIN_OPS times with a
+every scheme at least test/etcd/nemesis/checker.py's MIN_OPS times with a
 success, and the cluster issued again after the last fault (with
 --control: exactly when it found duplicates).
 
-Duplicates, order and counters are test/nemesis/checker.py's judgement
+Duplicates, order and counters are test/etcd/nemesis/checker.py's judgement
 (`judge()`: per scheme, per group id or logical shard across every server
 that served it, in real time), the user layout ("layout") ordered like
 TraceId. This checker adds:
@@ -37,9 +37,9 @@ import os
 import sys
 
 
-# The etcd nemesis' checker (test/nemesis/checker.py), under a name of its own.
+# The etcd nemesis' checker (test/etcd/nemesis/checker.py), under a name of its own.
 _spec = importlib.util.spec_from_file_location(
-    "etcd_checker", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nemesis", "checker.py"))
+    "etcd_checker", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "etcd", "nemesis", "checker.py"))
 base = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(base)
 

@@ -80,11 +80,11 @@ import time
 
 import psycopg2
 
-# The etcd nemesis (test/nemesis/nemesis.py), under a name of its own: its
+# The etcd nemesis (test/etcd/nemesis/nemesis.py), under a name of its own: its
 # wait for an answer with a deadline, its record of an operation that
 # failed, its record of one and its pace, its closing of a connection.
 _spec = importlib.util.spec_from_file_location(
-    "etcd_nemesis", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "nemesis", "nemesis.py"))
+    "etcd_nemesis", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "etcd", "nemesis", "nemesis.py"))
 _etcd = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_etcd)
 Timeout, answered, close, now, record, wait = (_etcd.Timeout, _etcd.answered, _etcd.close, _etcd.now, _etcd.record,

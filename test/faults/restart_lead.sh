@@ -13,7 +13,7 @@
 # Prints PASS/FAIL lines and "# figure" lines. Run from the repository root.
 set -u
 . scripts/lib.sh
-. test/coord/lib.sh
+. test/etcd/lib.sh
 
 coord_setup 17560
 etcd_main 26161 26162

@@ -11,9 +11,9 @@
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
 #include "core/engine.hpp"
-#include "core/coord/etcd_wire.hpp"
-#include "core/coord/node_state.hpp"
-#include "core/coord/recheck.hpp"
+#include "core/etcd/wire.hpp"
+#include "core/state/node_state.hpp"
+#include "core/etcd/recheck.hpp"
 #include "core/permute.hpp"
 #include "core/schemes.hpp"
 
@@ -311,18 +311,18 @@ void fuzz_watch(Input& in)
         REQUIRE(!why.empty());
         return;
     }
-    coord::HeldKeys keys;
+    etcd::HeldKeys keys;
     keys.reset(7, 10);
     keys.put("/p/shard/s/1", 1, 12);
     keys.put("/p/shard/s/2", 2, 14);
     if (!keys.begin(7, 20, &why))
         __builtin_trap();
     std::vector<int> lost;
-    const coord::HeldKeys::Step step = keys.feed(m, &lost, &why);
+    const etcd::HeldKeys::Step step = keys.feed(m, &lost, &why);
     REQUIRE(lost.size() <= 2 && keys.size() + lost.size() == 2);
     for (int i : lost)
         REQUIRE(i == 1 || i == 2);
-    REQUIRE(keys.checked() == (step == coord::HeldKeys::Step::done ? 20 : 10));
+    REQUIRE(keys.checked() == (step == etcd::HeldKeys::Step::done ? 20 : 10));
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)

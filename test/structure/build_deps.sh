@@ -92,10 +92,10 @@ check "... which the test command does not install" "" "$extra"
 grep -qE '^ensure_deps soak ' scripts/soak.sh && grep -qE '^ensure_deps soak$' scripts/bench.sh &&
     pass "scripts/soak.sh and scripts/bench.sh ask for the soak list" || fail "scripts/soak.sh or scripts/bench.sh does not call ensure_deps soak"
 # The fault-injection runs docs/testing.md shows run alone install what
-# their Python needs (issue 59: test/nemesis/run.sh alone on a fresh
+# their Python needs (issue 59: test/etcd/nemesis/run.sh alone on a fresh
 # machine ended in "No module named 'psycopg2'"): each one's ensure_packages
 # line, run against a clean machine, would install python3-psycopg2.
-for runner in test/nemesis/run.sh test/citus/nemesis_run.sh; do
+for runner in test/etcd/nemesis/run.sh test/citus/nemesis_run.sh; do
     line=$(sed -n '/^ensure_packages /{:a;/\\$/{N;ba};p;q}' "$runner" | sed 's/||.*//; s/\\$//' | tr -d '\n')
     : >"$tmp/ran"
     ( as_root() { echo "RUN $*" >>"$tmp/ran"; }; DEPS_ROOT="$tmp/clean"; eval "$line" ) >/dev/null 2>&1

@@ -57,7 +57,7 @@ ROOMS = [
     ("generation", 5, ["pg/generate/generate.*"]),
     ("layouts", 5, ["pg/generate/layouts.*", "pg/generate/carrier_deps.cpp"]),
     ("Citus", 5, ["pg/citus/*"]),
-    ("coordinator", 6, ["pg/coord/*"]),
+    ("etcd", 5, ["pg/etcd/*"]),
     ("SQL functions", 6, ["pg/functions/*"]),
     ("module", 7, ["pg/module.cpp"]),
 ]

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "core/callnum.hpp"
-#include "core/coord/coord.hpp"
+#include "core/etcd/rules.hpp"
 #include "core/codec.hpp"
 #include "core/decimal.hpp"
 
@@ -266,13 +266,13 @@ TEST(CallNumber, EraTakes)
     for (const char* bad :
          {"1:0:-1", "0:5:-1", "256:5:-1", "2:5:-1 1:6:-1", "1:5:-1 1:6:-1", "1:5:-1  2:6:-1", "1:5", "1:5:", ":5:1",
           "1:5:-1 ", "1:x:1", "1:99999999999999999999:1", "-1:5:1", "1:5:-2", "1:5:16777216", "1:5:--1"})
-        EXPECT_FALSE(coord::call_eras_parse(bad, std::strlen(bad), &back)) << bad;
+        EXPECT_FALSE(etcd::call_eras_parse(bad, std::strlen(bad), &back)) << bad;
     full.list[3].low = call_era_full;
     full.list[4].low = 77;
-    const std::string text = coord::call_eras_format(full);
-    ASSERT_TRUE(coord::call_eras_parse(text.data(), text.size(), &back));
+    const std::string text = etcd::call_eras_format(full);
+    ASSERT_TRUE(etcd::call_eras_parse(text.data(), text.size(), &back));
     EXPECT_TRUE(back == full);
-    ASSERT_TRUE(coord::call_eras_parse("", 0, &back));
+    ASSERT_TRUE(etcd::call_eras_parse("", 0, &back));
     EXPECT_EQ(back.n, 0);
 }
 

@@ -1,4 +1,4 @@
-// Unit tests of the lease arithmetic (src/core/coord/time_mark.hpp), driven like the
+// Unit tests of the lease arithmetic (src/core/state/time_mark.hpp), driven like the
 // glue drives it (src/pg/state/persist.cpp): a generator on the engine with a fake
 // clock, a "disk" that holds what was made durable, renewals early when the
 // lock is free and waiting ones when an ID is not covered, and crashes.
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "core/engine.hpp"
-#include "core/coord/time_mark.hpp"
+#include "core/state/time_mark.hpp"
 #include "core/schemes.hpp"
 #include "fake_clock.hpp"
 

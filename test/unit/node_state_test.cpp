@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/coord/node_state.hpp"
+#include "core/state/node_state.hpp"
 #include "core/schemes.hpp"
 
 using namespace shardid;
@@ -174,7 +174,7 @@ TEST(Names, OneRuleForLayoutAndKeyNames)
     EXPECT_FALSE(valid_name("a\nb", 3));
 }
 
-// Every field of the table (src/core/coord/node_state.hpp) round-trips, at its
+// Every field of the table (src/core/state/node_state.hpp) round-trips, at its
 // extremes, alone: a field added there is covered without another edit.
 TEST(NodeState, EveryFieldOfTheTableRoundTripsAtItsExtremes)
 {

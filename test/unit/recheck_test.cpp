@@ -1,13 +1,13 @@
-// The re-check of held shard keys (src/core/coord/recheck.hpp), the watch
-// stream's messages (src/core/coord/etcd_wire.hpp) and etcd's history under
-// a prefix (src/core/coord/coord.hpp): what the holder does with each
+// The re-check of held shard keys (src/core/etcd/recheck.hpp), the watch
+// stream's messages (src/core/etcd/wire.hpp) and etcd's history under
+// a prefix (src/core/etcd/rules.hpp): what the holder does with each
 // answer, fed by hand.
 #include <gtest/gtest.h>
 
-#include "core/coord/continuity.hpp"
-#include "core/coord/coord.hpp"
-#include "core/coord/etcd_wire.hpp"
-#include "core/coord/recheck.hpp"
+#include "core/etcd/continuity.hpp"
+#include "core/etcd/rules.hpp"
+#include "core/etcd/wire.hpp"
+#include "core/etcd/recheck.hpp"
 
 using namespace shardid;
 
@@ -82,7 +82,7 @@ TEST(Watch, DecodesTheStreamEtcdSends)
 // check is done once the ping's revision has come.
 TEST(Recheck, FindsAHeldKeyDeletedOrRewritten)
 {
-    coord::HeldKeys k;
+    etcd::HeldKeys k;
     k.reset(7, 10);
     k.put("/p/shard/s/5", 3, 12);
     k.put("/p/shard/s/6", 4, 12);
@@ -92,14 +92,14 @@ TEST(Recheck, FindsAHeldKeyDeletedOrRewritten)
     std::vector<int> lost;
     // Before the barrier: more to come.
     EXPECT_EQ(k.feed(decode(events(7, {{false, "/p/shard/s/5", 12, 1}, {true, "/p/shard/s/9", 13, 0}})), &lost, &why),
-              coord::HeldKeys::Step::more);
+              etcd::HeldKeys::Step::more);
     EXPECT_TRUE(lost.empty());
     // Deleted by hand (15), rewritten without the lease (16), and the ping (20).
     EXPECT_EQ(
         k.feed(decode(events(
                    7, {{true, "/p/shard/s/5", 15, 0}, {false, "/p/shard/s/7", 16, 0}, {false, "/p/shard/~/1", 20, 1}})),
                &lost, &why),
-        coord::HeldKeys::Step::done);
+        etcd::HeldKeys::Step::done);
     EXPECT_EQ(lost, (std::vector<int>{3, 5}));
     EXPECT_EQ(k.checked(), 20);
     EXPECT_EQ(k.size(), 1u);
@@ -107,7 +107,7 @@ TEST(Recheck, FindsAHeldKeyDeletedOrRewritten)
     // The next check starts after the barrier.
     ASSERT_TRUE(k.begin(7, 25, &why));
     lost.clear();
-    EXPECT_EQ(k.feed(decode(events(7, {{false, "/p/shard/~/1", 25, 1}})), &lost, &why), coord::HeldKeys::Step::done);
+    EXPECT_EQ(k.feed(decode(events(7, {{false, "/p/shard/~/1", 25, 1}})), &lost, &why), etcd::HeldKeys::Step::done);
     EXPECT_TRUE(lost.empty());
 }
 
@@ -116,7 +116,7 @@ TEST(Recheck, FindsAHeldKeyDeletedOrRewritten)
 // a listing instead.
 TEST(Recheck, RefusesWhatNoEtcdOfTheClusterSends)
 {
-    coord::HeldKeys k;
+    etcd::HeldKeys k;
     k.reset(7, 10);
     k.put("/p/shard/s/5", 3, 12);
     std::string why;
@@ -125,15 +125,15 @@ TEST(Recheck, RefusesWhatNoEtcdOfTheClusterSends)
     EXPECT_NE(why.find("replaced"), std::string::npos) << why;
     EXPECT_FALSE(k.begin(7, 9, &why));  // a ping at or before what was checked
     ASSERT_TRUE(k.begin(7, 20, &why));
-    EXPECT_EQ(k.feed(decode(events(8, {{false, "/p/shard/~/1", 20, 1}})), &lost, &why), coord::HeldKeys::Step::failed);
+    EXPECT_EQ(k.feed(decode(events(8, {{false, "/p/shard/~/1", 20, 1}})), &lost, &why), etcd::HeldKeys::Step::failed);
     EXPECT_EQ(k.feed(decode(events(7, {{false, "/p/shard/a", 15, 1}, {false, "/p/shard/b", 14, 1}})), &lost, &why),
-              coord::HeldKeys::Step::failed);
-    EXPECT_EQ(k.feed(decode(events(7, {{false, "/p/shard/a", 9, 1}})), &lost, &why), coord::HeldKeys::Step::failed);
+              etcd::HeldKeys::Step::failed);
+    EXPECT_EQ(k.feed(decode(events(7, {{false, "/p/shard/a", 9, 1}})), &lost, &why), etcd::HeldKeys::Step::failed);
     EXPECT_EQ(k.feed(decode(R"({"result":{"header":{"cluster_id":"7"},"canceled":true,"compact_revision":"18"}})"),
                      &lost, &why),
-              coord::HeldKeys::Step::compacted);
+              etcd::HeldKeys::Step::compacted);
     EXPECT_EQ(k.feed(decode(R"({"result":{"header":{"cluster_id":"7"},"canceled":true}})"), &lost, &why),
-              coord::HeldKeys::Step::failed);
+              etcd::HeldKeys::Step::failed);
     EXPECT_TRUE(lost.empty());
     EXPECT_EQ(k.checked(), 10);  // nothing confirmed
 }
@@ -142,7 +142,7 @@ TEST(Recheck, RefusesWhatNoEtcdOfTheClusterSends)
 // this node wrote it, under its lease.
 TEST(Recheck, AListingFindsWhatTheWatchWould)
 {
-    coord::HeldKeys k;
+    etcd::HeldKeys k;
     k.reset(7, 10);
     k.put("/p/shard/s/1", 1, 12);
     k.put("/p/shard/s/2", 2, 12);
@@ -164,24 +164,24 @@ TEST(Recheck, AListingFindsWhatTheWatchWould)
 // (a claim above a holder that did not release needs its node mark).
 TEST(History, MarkKeysNameTheirIds)
 {
-    EXPECT_EQ(coord::mark_id_of_key("/p", "/p/mark/7"), 7);
-    EXPECT_EQ(coord::mark_id_of_key("/p", "/p/node/7"), -1);
-    EXPECT_EQ(coord::node_id_of_key("/p", "/p/node/7"), 7);
-    EXPECT_EQ(coord::mark_id_of_key("/p", "/p/mark/x"), -1);
-    EXPECT_EQ(coord::mark_id_of_key("/p", "/q/mark/1"), -1);
+    EXPECT_EQ(etcd::mark_id_of_key("/p", "/p/mark/7"), 7);
+    EXPECT_EQ(etcd::mark_id_of_key("/p", "/p/node/7"), -1);
+    EXPECT_EQ(etcd::node_id_of_key("/p", "/p/node/7"), 7);
+    EXPECT_EQ(etcd::mark_id_of_key("/p", "/p/mark/x"), -1);
+    EXPECT_EQ(etcd::mark_id_of_key("/p", "/q/mark/1"), -1);
 }
 
 // The keys of the watched range shardid writes: pings and claims; anything
 // else is named when the watch cannot be read.
 TEST(HeldKeys, KeysShardidWrites)
 {
-    EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/~/7587888420312957957"));
-    EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/e1314220021721u1t40s13q10/8191"));
-    EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/e0u1000t25s16q22wf1/3"));
-    EXPECT_TRUE(coord::shardid_key("/p", "/p/shard/e-86400000u60000t32s10q20/5"));
+    EXPECT_TRUE(etcd::shardid_key("/p", "/p/shard/~/7587888420312957957"));
+    EXPECT_TRUE(etcd::shardid_key("/p", "/p/shard/e1314220021721u1t40s13q10/8191"));
+    EXPECT_TRUE(etcd::shardid_key("/p", "/p/shard/e0u1000t25s16q22wf1/3"));
+    EXPECT_TRUE(etcd::shardid_key("/p", "/p/shard/e-86400000u60000t32s10q20/5"));
     for (const char* k :
          {"/p/shard/zz-junk/0001", "/p/shard/~/", "/p/shard/~/12x", "/p/shard/e1u1t1s1q1", "/p/shard/e1u1t1s1q1/",
           "/p/shard/e1u1t1s1q1/5/6", "/p/shard/e1u1t1s1/5", "/p/shard/e1u1t1s1q1x/5", "/p/shardmark/e1u1t1s1q1/5",
           "/q/shard/e1u1t1s1q1/5", "/p/shard/e1u1t1s1q1f/5"})
-        EXPECT_FALSE(coord::shardid_key("/p", k)) << k;
+        EXPECT_FALSE(etcd::shardid_key("/p", k)) << k;
 }

@@ -20,14 +20,13 @@
 #include <string>
 #include <vector>
 
-#include "core/coord/coord.hpp"
+#include "core/etcd/rules.hpp"
 #include "pg/base/shard_declaration.hpp"
 #include "core/decimal.hpp"
 #include "core/eightbyte.hpp"
-#include "core/coord/shard_claim.hpp"
+#include "core/etcd/shard_values.hpp"
 #include "core/text.hpp"
 #include "core/uuidv7.hpp"
-#include "pg/base/etcd_settings.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/settings.hpp"
 
@@ -81,7 +80,7 @@ const config_enum_entry source_options[] = {
 // id nobody claimed.
 bool check_node_id(int*, void**, GucSource source)
 {
-    if (coord_enabled() && source >= PGC_S_GLOBAL && source != PGC_S_OVERRIDE) {
+    if (etcd_enabled() && source >= PGC_S_GLOBAL && source != PGC_S_OVERRIDE) {
         GUC_check_errcode(ERRCODE_CANT_CHANGE_RUNTIME_PARAM);
         GUC_check_errmsg(
             "shardid.node_id cannot be set per session, role or database when shardid.node_id_source is etcd");
@@ -104,9 +103,9 @@ void assign_shards(const char*, void*) { shards_assigned++; }
 
 bool check_shards(char** value, void**, GucSource)
 {
-    std::vector<coord::ShardRange> set;
+    std::vector<etcd::ShardRange> set;
     std::string why;
-    if (!coord::parse_shard_set(*value ? *value : "", INT32_MAX, &set, &why)) {
+    if (!etcd::parse_shard_set(*value ? *value : "", INT32_MAX, &set, &why)) {
         GUC_check_errcode(ERRCODE_INVALID_PARAMETER_VALUE);
         GUC_check_errdetail("%s.", why.c_str());
         GUC_check_errhint("List shards and ranges of shards separated by commas, such as '0-511,1024'.");
@@ -136,7 +135,17 @@ struct Setting {
     GucStringAssignHook string_assign = nullptr;
 };
 
-constexpr int coord_flags = GUC_SUPERUSER_ONLY;  // none of the coordination settings is for ordinary roles
+constexpr int etcd_flags = GUC_SUPERUSER_ONLY;  // none of the coordination settings is for ordinary roles
+
+// The lease TTL's range, as the core states it (etcd::min_lease_ttl_s,
+// etcd::max_lease_ttl_s).
+const char* lease_ttl_description()
+{
+    static char text[96];
+    snprintf(text, sizeof text, "TTL of this node's etcd lease (%lld s to %lld s).", (long long)etcd::min_lease_ttl_s,
+             (long long)etcd::max_lease_ttl_s);
+    return text;
+}
 
 const Setting settings[] = {
     {"shardid.node_id_source", Kind::enumeration, &node_id_source_setting,
@@ -144,7 +153,7 @@ const Setting settings[] = {
      "setting: shardid.node_id as configured. etcd: claimed from etcd at server start, with fencing and marks, so "
      "that no two nodes use one id. citus: the node's Citus group id (0 on the coordinator), read from Citus' "
      "metadata in the database that generates.",
-     int(NodeIdSourceSetting::setting), 0, 0, nullptr, source_options, PGC_POSTMASTER, coord_flags, nullptr, nullptr,
+     int(NodeIdSourceSetting::setting), 0, 0, nullptr, source_options, PGC_POSTMASTER, etcd_flags, nullptr, nullptr,
      true},
     {"shardid.node_id", Kind::integer, &node_id,
      "This node's id in shardid IDs (TraceId node, default Snowflake/Instagram shard).",
@@ -182,7 +191,7 @@ const Setting settings[] = {
     {"shardid.etcd_wait", Kind::integer, &etcd_wait_ms,
      "How long a generator waits for a claim or a counter from etcd, or for a layout's next tick.",
      "After it, generation fails with SQLSTATE 55000; a next tick further away (a second at least) at once.", 10000, 0,
-     3600000, nullptr, nullptr, PGC_SUSET, GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+     3600000, nullptr, nullptr, PGC_SUSET, GUC_UNIT_MS | etcd_flags, nullptr, nullptr, false},
     {"shardid.citus_fence", Kind::integer, &citus_fence_ms,
      "How long a Citus worker issues IDs under its group id, and uses the coordinator's keys, after the coordinator "
      "last confirmed them (2 s to 10 min).",
@@ -191,48 +200,48 @@ const Setting settings[] = {
      "one, and a new server of the group waits this long after the old one's last confirmation. The same worker "
      "leases the coordinator's key ring for this long (on the coordinator: the longest lease it grants, which a "
      "change of the ring waits out).",
-     10000, 2000, 600000, nullptr, nullptr, PGC_SIGHUP, GUC_UNIT_MS | coord_flags, nullptr, nullptr, false},
+     10000, 2000, 600000, nullptr, nullptr, PGC_SIGHUP, GUC_UNIT_MS | etcd_flags, nullptr, nullptr, false},
     {"shardid.max_shard_claims", Kind::integer, &max_shard_claims,
      "How many shard field values this node may hold in etcd at once.",
      "Each value a generator writes into an ID's shard field (the node id, or an explicit shard) is claimed in etcd "
      "and held while used; past this many, generation fails with SQLSTATE 53400.",
-     10000, 16, 100000, nullptr, nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     10000, 16, 100000, nullptr, nullptr, PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.shard_idle_release", Kind::integer, &shard_idle_release_s,
      "How long a shard value held in etcd may go without an ID before this node gives it back.",
      "Another node can then claim it; this node's own node id is kept while the node id is.", 60, 1, 86400, nullptr,
-     nullptr, PGC_SIGHUP, GUC_UNIT_S | coord_flags, nullptr, nullptr, false},
+     nullptr, PGC_SIGHUP, GUC_UNIT_S | etcd_flags, nullptr, nullptr, false},
     {"shardid.shards", Kind::string, &shards_setting,
      "The shards this node declares it owns, such as '0-511,1024' (empty: any).",
      "A generator given an explicit shard outside them fails with SQLSTATE 55000. With node ids from settings this is "
      "the operator's word; in etcd mode each shard is also claimed.",
      0, 0, 0, "", nullptr, PGC_SIGHUP, 0, nullptr, check_shards, false, assign_shards},
     {"shardid.etcd_endpoints", Kind::string, &etcd_endpoints, "etcd client URLs, separated by commas.",
-     "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags,
+     "Used when shardid.node_id_source is etcd; tried in turn.", 0, 0, 0, "", nullptr, PGC_POSTMASTER, etcd_flags,
      nullptr, nullptr, true},
     {"shardid.etcd_prefix", Kind::string, &etcd_prefix, "The etcd key prefix under which shardid keeps its keys.",
-     "Nodes that share a prefix share node ids and counters.", 0, 0, 0, "/shardid", nullptr, PGC_POSTMASTER,
-     coord_flags, nullptr, nullptr, true},
-    {"shardid.etcd_lease_ttl", Kind::string, &etcd_lease_ttl_text, "TTL of this node's etcd lease (2 s to 300 s).",
+     "Nodes that share a prefix share node ids and counters.", 0, 0, 0, "/shardid", nullptr, PGC_POSTMASTER, etcd_flags,
+     nullptr, nullptr, true},
+    {"shardid.etcd_lease_ttl", Kind::string, &etcd_lease_ttl_text, lease_ttl_description(),
      "The node stops issuing IDs a margin before the lease can expire when it cannot renew it; another node can take "
      "its id after it expired.",
-     0, 0, 0, "10s", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     0, 0, 0, "10s", nullptr, PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.etcd_user", Kind::string, &etcd_user, "etcd user name (empty: no authentication).", nullptr, 0, 0, 0, "",
-     nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     nullptr, PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.etcd_password_file", Kind::string, &etcd_password_file, "File holding the etcd user's password.", nullptr,
-     0, 0, 0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     0, 0, 0, "", nullptr, PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.etcd_cacert", Kind::string, &etcd_cacert, "CA certificate file for https etcd endpoints.", nullptr, 0, 0,
-     0, "", nullptr, PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     0, "", nullptr, PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.etcd_cert", Kind::string, &etcd_cert, "Client certificate file for etcd.", nullptr, 0, 0, 0, "", nullptr,
-     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.etcd_key", Kind::string, &etcd_key, "Client key file for etcd.", nullptr, 0, 0, 0, "", nullptr,
-     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
     {"shardid.etcd_node_id_min", Kind::string, &etcd_node_id_min_text,
-     "Lowest node id claimed when shardid.node_id is -1.", nullptr, 0, 0, 0, "0", nullptr, PGC_POSTMASTER, coord_flags,
+     "Lowest node id claimed when shardid.node_id is -1.", nullptr, 0, 0, 0, "0", nullptr, PGC_POSTMASTER, etcd_flags,
      nullptr, nullptr, true},
     {"shardid.etcd_node_id_max", Kind::string, &etcd_node_id_max_text,
      "Highest node id claimed when shardid.node_id is -1.",
      "Keep it within the node field of every scheme in use (1023 fits them all).", 0, 0, 0, "1023", nullptr,
-     PGC_POSTMASTER, coord_flags, nullptr, nullptr, true},
+     PGC_POSTMASTER, etcd_flags, nullptr, nullptr, true},
 };
 
 // The short description, with "%d" replaced by the maximum (kept for the
@@ -286,11 +295,11 @@ const ShardDeclaration& shard_declaration()
     const char* text = shards_setting ? shards_setting : "";
     if (declared_text != text) {
         std::string why;
-        std::vector<coord::ShardRange> set;
-        if (!coord::parse_shard_set(text, INT32_MAX, &set, &why))
+        std::vector<etcd::ShardRange> set;
+        if (!etcd::parse_shard_set(text, INT32_MAX, &set, &why))
             set.clear();  // checked when set: never reached
-        declared.multirange = coord::shard_set_multirange(set);
-        declared.fingerprint = coord::text_fingerprint(declared.multirange);
+        declared.multirange = etcd::shard_set_multirange(set);
+        declared.fingerprint = etcd::text_fingerprint(declared.multirange);
         declared.set.swap(set);
         declared.generation++;
         declared_text = text;
@@ -302,7 +311,7 @@ bool shard_declared(int64_t shard)
 {
     if (shards_setting == nullptr || shards_setting[0] == '\0')
         return true;
-    return coord::shard_set_contains(shard_declaration().set, shard);
+    return etcd::shard_set_contains(shard_declaration().set, shard);
 }
 
 const char* refused_reason() { return reason.empty() ? nullptr : reason.c_str(); }
@@ -427,58 +436,6 @@ void define_settings()
                       errdetail("PostgreSQL keeps the default instead, and shardid does not issue IDs under a "
                                 "value nobody configured."),
                       errhint("%s", refused_hint())));
-}
-
-// The etcd settings that are numbers, read from their text: they are text
-// settings so that a malformed value reaches the coordinator as given
-// (PostgreSQL would replace it by the default at server start).
-bool etcd_numbers(std::string* why)
-{
-    struct Number {
-        const char* name;
-        const char* text;
-        int flags;
-        int* out;
-    };
-    const Number numbers[] = {
-        {"shardid.etcd_lease_ttl", etcd_lease_ttl_text, GUC_UNIT_S, &etcd_lease_ttl_s},
-        {"shardid.etcd_node_id_min", etcd_node_id_min_text, 0, &etcd_node_id_min},
-        {"shardid.etcd_node_id_max", etcd_node_id_max_text, 0, &etcd_node_id_max},
-    };
-    for (const Number& n : numbers) {
-        const char* hint = nullptr;
-        int value = 0;
-        if (n.text == nullptr || !parse_int(n.text, &value, n.flags, &hint) || value < 0) {
-            *why = std::string(n.name) + " = '" + printable(n.text ? n.text : "") + "' is not " +
-                   (n.flags == GUC_UNIT_S ? "a time (such as 10s)" : "a whole number of at least 0");
-            return false;
-        }
-        *n.out = value;
-    }
-    return true;
-}
-
-// The etcd client's configuration, from the shardid.etcd_* settings.
-bool etcd_client_config(etcd::Config* config, std::string* why)
-{
-    if (!coord::parse_endpoints(etcd_endpoints ? etcd_endpoints : "", &config->endpoints, why)) {
-        *why = "shardid.etcd_endpoints is not usable: " + *why;
-        return false;
-    }
-    config->user = etcd_user ? etcd_user : "";
-    if (!config->user.empty()) {
-        std::ifstream in(etcd_password_file ? etcd_password_file : "");
-        if (!in || !std::getline(in, config->password)) {
-            *why = std::string("could not read the password file \"") + (etcd_password_file ? etcd_password_file : "") +
-                   "\" (shardid.etcd_password_file)";
-            return false;
-        }
-    }
-    config->cacert = etcd_cacert ? etcd_cacert : "";
-    config->cert = etcd_cert ? etcd_cert : "";
-    config->key = etcd_key ? etcd_key : "";
-    config->timeout_ms = coord::request_timeout_ms(int64_t(etcd_lease_ttl_s) * 1000);
-    return true;
 }
 
 }  // namespace shardid::pg

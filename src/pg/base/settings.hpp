@@ -28,12 +28,17 @@ extern int uuidv7_shard_bits;  // shardid.uuidv7_shard_bits: the shard field's w
 // source itself: src/pg/source/node_source.hpp).
 enum class NodeIdSourceSetting : int { setting = 0, etcd = 1, citus = 2 };
 extern int node_id_source_setting;
-inline bool coord_enabled() { return node_id_source_setting == int(NodeIdSourceSetting::etcd); }
+inline bool etcd_enabled() { return node_id_source_setting == int(NodeIdSourceSetting::etcd); }
 
-// The etcd claim (src/pg/coord/worker.cpp, src/pg/source/coord_claim.cpp).
+// The etcd claim (src/pg/etcd/worker/start.cpp, src/pg/etcd/id_source.cpp).
 extern char* etcd_endpoints;
 extern char* etcd_prefix;
-extern int etcd_lease_ttl_s;  // these three are read from their text by etcd_numbers() (etcd_settings.hpp)
+// These three are read from their text (the *_text settings) by
+// etcd_numbers() (src/pg/etcd/worker/config.hpp).
+extern int etcd_lease_ttl_s;
+extern char* etcd_lease_ttl_text;
+extern char* etcd_node_id_min_text;
+extern char* etcd_node_id_max_text;
 extern char* etcd_user;
 extern char* etcd_password_file;
 extern char* etcd_cacert;
@@ -45,7 +50,7 @@ extern int etcd_wait_ms;
 // shardid.citus_fence: how long a Citus worker issues IDs under its group
 // after the coordinator last confirmed it (src/pg/citus/fence.cpp).
 extern int citus_fence_ms;
-// Shard value claims (src/pg/source/shard_claims.hpp).
+// Shard value claims (src/pg/etcd/shard_claims.hpp).
 extern int max_shard_claims;      // shardid.max_shard_claims: values held at once (server start)
 extern int shard_idle_release_s;  // shardid.shard_idle_release: a value without an ID this long is given back
 extern char* shards_setting;      // shardid.shards: the shards this node declares it owns ("" : any)

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/coord/shard_claim.hpp"
+#include "core/etcd/shard_values.hpp"
 
 namespace shardid::pg {
 
@@ -19,7 +19,7 @@ namespace shardid::pg {
 // refreshes this process made (a caller that keeps work per declaration
 // compares it).
 struct ShardDeclaration {
-    std::vector<coord::ShardRange> set;
+    std::vector<etcd::ShardRange> set;
     std::string multirange;
     uint64_t fingerprint = 0;
     uint64_t generation = 0;

@@ -1,5 +1,5 @@
 // The Citus room (src/pg/citus/): everything that exists only for Citus,
-// as the coordinator's room (src/pg/coord/) is etcd's. What the rooms above
+// as the coordinator's room (src/pg/etcd/) is etcd's. What the rooms above
 // it ask of Citus: the group id and its problems, Citus' metadata, the
 // coordinator's answers, the key ring on a cluster. The node-id sources
 // below it know the Citus source only as registered (citus_init()).

@@ -15,7 +15,7 @@
 #include "pg/base/wait_event.hpp"
 #include "pg/citus/key_lease.hpp"
 #include "pg/citus/spare_runs.hpp"
-#include "pg/state/coord_shared.hpp"
+#include "pg/base/fence_clock.hpp"
 #include "pg/state/shared.hpp"
 
 extern "C" {

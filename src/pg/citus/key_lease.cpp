@@ -57,7 +57,7 @@ extern "C" {
 #include "pg/citus/fence.hpp"
 #include "pg/citus/key_lease.hpp"
 #include "pg/citus/shared.hpp"
-#include "pg/state/coord_shared.hpp"
+#include "pg/base/fence_clock.hpp"
 #include "pg/state/shared.hpp"
 
 extern "C" {

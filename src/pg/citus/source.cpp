@@ -21,7 +21,7 @@
 // updated issues its next ID under the group the committed metadata
 // names, never under the old one.
 #include "pg/citus/citus.hpp"
-#include "pg/source/shard_claims.hpp"
+#include "pg/state/shared.hpp"
 #include "pg/base/invalidation.hpp"
 
 #include <cerrno>

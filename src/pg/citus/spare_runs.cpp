@@ -34,7 +34,7 @@ extern "C" {
 #include "pg/citus/citus.hpp"
 #include "pg/citus/fence.hpp"
 #include "pg/citus/spare_runs.hpp"
-#include "pg/state/coord_shared.hpp"
+#include "pg/base/fence_clock.hpp"
 #include "pg/state/shmem.hpp"
 
 namespace shardid::pg {

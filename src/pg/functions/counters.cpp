@@ -1,6 +1,7 @@
-// Counter-based schemes: DecimalId and call numbers. Both take values from
-// extension sequences (WAL-logged), flushed before any ID carries them, so
-// a crash never hands one out twice.
+// Counter-based schemes: DecimalId here, call numbers in call_numbers.cpp.
+// Both take values from extension sequences (WAL-logged), flushed before
+// any ID carries them, so a crash never hands one out twice; on a Citus
+// coordinator, the counters it hands its workers.
 #include <algorithm>
 #include <cstring>
 
@@ -27,9 +28,10 @@ extern "C" {
 
 #include "core/callnum.hpp"
 #include "core/decimal.hpp"
-#include "pg/source/coord_claim.hpp"
+#include "pg/etcd/etcd.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/row.hpp"
+#include "pg/functions/counters.hpp"
 #include "pg/functions/keys.hpp"
 #include "pg/citus/citus.hpp"
 #include "pg/base/settings.hpp"
@@ -44,24 +46,11 @@ extern "C" {
 PG_FUNCTION_INFO_V1(shardid_next_decimal_id);
 PG_FUNCTION_INFO_V1(shardid_decimal_id_decode);
 PG_FUNCTION_INFO_V1(shardid_decimal_id_new_generator);
-PG_FUNCTION_INFO_V1(shardid_next_call_number);
-PG_FUNCTION_INFO_V1(shardid_call_number_decode);
-PG_FUNCTION_INFO_V1(shardid_set_call_number_key);
-PG_FUNCTION_INFO_V1(shardid_call_number_compose);
 PG_FUNCTION_INFO_V1(shardid_take_cluster_counter);
 PG_FUNCTION_INFO_V1(shardid_take_cluster_runs);
 }
 
-namespace {
-
-// An extension sequence: where it is, who owns it, how it steps.
-struct Sequence {
-    const char* name;
-    Oid relid;
-    Oid owner;
-    int64 increment;
-    int64 max;
-};
+namespace shardid::pg {
 
 Sequence extension_sequence(FunctionCallInfo fcinfo, const char* name)
 {
@@ -88,7 +77,7 @@ Sequence extension_sequence(FunctionCallInfo fcinfo, const char* name)
 
 // setval(seq, value, false) as the sequence's owner (the caller may have no
 // rights on it; setval runs no code of anyone's).
-void restart_sequence_at(const Sequence& seq, int64 value)
+static void restart_sequence_at(const Sequence& seq, int64 value)
 {
     Oid save_user;
     int save_sec;
@@ -107,7 +96,7 @@ void restart_sequence_at(const Sequence& seq, int64 value)
 // residue.
 // `above` (the Citus coordinator handing a value to a worker): the value is
 // also above that worker's own floor.
-int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint = 0, int64 above = -1)
+int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint, int64 above)
 {
     refuse_on_standby();
     // A source that hands out counters cluster-wide (etcd): no node took
@@ -159,47 +148,6 @@ int64 take_fresh(const Sequence& seq, NodeCounter which, int64 key_fingerprint =
     }
 }
 
-DecimalState* decimal = nullptr;
-
-// A key's fingerprint: 63 bits of the SHA-256 of its secret, never 0,
-// which etcd holds for the cluster's call-number key.
-int64 key_fingerprint(const uint8_t secret[16])
-{
-    uint8_t digest[PG_SHA256_DIGEST_LENGTH];
-    pg_cryptohash_ctx* ctx = pg_cryptohash_create(PG_SHA256);
-    if (ctx == nullptr || pg_cryptohash_init(ctx) < 0 || pg_cryptohash_update(ctx, secret, 16) < 0 ||
-        pg_cryptohash_final(ctx, digest, sizeof digest) < 0)
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not hash the call-number key")));
-    pg_cryptohash_free(ctx);
-    uint64_t fp = 0;
-    for (int i = 0; i < 8; i++)
-        fp = (fp << 8) | digest[i];
-    return int64(fp >> 1) | 1;
-}
-
-// The bit shuffle of the key-ring key named by shardid.call_number_key,
-// rebuilt only when that secret changes, and its fingerprint.
-const BitShuffle& call_shuffle(FunctionCallInfo fcinfo, int64* fingerprint)
-{
-    static BitShuffle shuffle;
-    static uint8_t shuffle_secret[16];
-    static int64 shuffle_fingerprint = 0;
-    static bool built = false;
-    const char* name = call_number_key ? call_number_key : "default";
-    uint8_t secret[16];
-    key_secret(fcinfo, name, int(strlen(name)), secret);
-    if (!built || memcmp(secret, shuffle_secret, 16) != 0) {
-        shuffle = BitShuffle::from_key(reinterpret_cast<const char*>(secret), 16);
-        memcpy(shuffle_secret, secret, 16);
-        shuffle_fingerprint = key_fingerprint(secret);
-        built = true;
-    }
-    *fingerprint = shuffle_fingerprint;
-    return shuffle;
-}
-
-Datum text_datum(const char* s) { return PointerGetDatum(cstring_to_text(s)); }
-
 // The counters' epoch the values handed out by the source may be used in
 // now; with node ids from etcd, waits (interruptibly, up to
 // shardid.etcd_wait) while the node holds no claim: a generator id or run id
@@ -224,6 +172,12 @@ uint64_t counters_epoch()
         CHECK_FOR_INTERRUPTS();
     }
 }
+
+}  // namespace shardid::pg
+
+namespace {
+
+DecimalState* decimal = nullptr;
 
 // Takes a new generator id for this database's DecimalId state when it
 // needs one (or always, with force; or when the one it has was taken in
@@ -399,102 +353,4 @@ extern "C" Datum shardid_decimal_id_decode(PG_FUNCTION_ARGS)
     row.add(Int32GetDatum(parts.generator_id));
     row.add(Int32GetDatum(parts.launch_id));
     return return_row(fcinfo, row);
-}
-
-extern "C" Datum shardid_next_call_number(PG_FUNCTION_ARGS)
-{
-    // Per backend: a run id, and the 16,384 call numbers of that run, all
-    // under the key the run was taken for (a new key takes a new run, which
-    // etcd checks against the cluster's key).
-    static int64 run_id = -1;
-    static int64 next_sequence = 0;
-    static int64 run_key = 0;
-    static uint64_t run_epoch = 0;
-    int64 key = 0;
-    confirm_history(fcinfo);  // under a run taken before a restore too
-    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
-    // The run id is this node's only while the node holds its claim, and in
-    // the counters' epoch it was taken in.
-    const uint64_t epoch = counters_epoch();
-    if (run_id < 0 || next_sequence > int64(call_sequence_max) || run_key != key || run_epoch != epoch) {
-        run_id = -1;
-        run_id = take_fresh(extension_sequence(fcinfo, "shardid_run_seq"), NodeCounter::run, key);
-        run_key = key;
-        run_epoch = epoch;
-        next_sequence = 0;
-    }
-    const int64 sequence = next_sequence++;
-    char out[call_chars + 1];
-    Status status;
-    if (!guarded(status, [&] { return call_number_compose(shuffle, 0, run_id, sequence, out, &status); }))
-        raise(status);
-    PG_RETURN_DATUM(text_datum(out));
-}
-
-extern "C" Datum shardid_call_number_compose(PG_FUNCTION_ARGS)
-{
-    const int32 version = PG_GETARG_INT32(0);
-    const int32 run = PG_GETARG_INT32(1);
-    const int32 sequence = PG_GETARG_INT32(2);
-    int64 key = 0;
-    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
-    char out[call_chars + 1];
-    Status status;
-    if (!guarded(status, [&] { return call_number_compose(shuffle, version, run, sequence, out, &status); }))
-        raise(status);
-    PG_RETURN_DATUM(text_datum(out));
-}
-
-extern "C" Datum shardid_call_number_decode(PG_FUNCTION_ARGS)
-{
-    text* arg = PG_GETARG_TEXT_PP(0);
-    const char* s = VARDATA_ANY(arg);
-    const size_t len = VARSIZE_ANY_EXHDR(arg);
-    int64 key = 0;
-    const BitShuffle& shuffle = call_shuffle(fcinfo, &key);
-    CallParts parts{};
-    Status status;
-    if (!guarded(status, [&] { return call_number_decode(shuffle, s, len, &parts, &status); }))
-        raise(status);
-    Row<3> row;
-    row.add(Int32GetDatum(int32(parts.version)));
-    row.add(Int32GetDatum(int32(parts.run_id)));
-    row.add(Int32GetDatum(int32(parts.sequence)));
-    return return_row(fcinfo, row);
-}
-
-// shardid_set_call_number_key(key_name): a superuser records the key of
-// this database named key_name as the cluster's call-number key in etcd
-// (NULL clears it); every node and database whose key differs is refused
-// from then on (see the etcd source's take_counter()). Returns the
-// fingerprint recorded, or NULL.
-extern "C" Datum shardid_set_call_number_key(PG_FUNCTION_ARGS)
-{
-    if (!superuser())
-        ereport(ERROR, (errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-                        errmsg("permission denied to set the cluster's call-number key"),
-                        errdetail("Only superusers may choose the key every node's call numbers must use."),
-                        errhint("Run it as a superuser: no GRANT gives it to another role.")));
-    if (!coord_enabled())
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("the cluster's call-number key is kept in etcd"),
-                        errdetail("shardid.node_id_source is not etcd on this node."),
-                        errhint("With node ids from settings, give every node's database the same key "
-                                "(create_obfuscation_key(name, secret)) and set shardid.call_number_key to it.")));
-    int64 fingerprint = -1;
-    if (!PG_ARGISNULL(0)) {
-        text* name = PG_GETARG_TEXT_PP(0);
-        uint8_t secret[16];
-        key_secret(fcinfo, VARDATA_ANY(name), int(VARSIZE_ANY_EXHDR(name)), secret);
-        fingerprint = key_fingerprint(secret);
-    }
-    const int64 now = cluster_call_key(fingerprint);
-    if (now != (fingerprint > 0 ? fingerprint : 0))
-        ereport(ERROR,
-                (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                 errmsg("another call-number key was recorded meanwhile"),
-                 errdetail("etcd holds fingerprint %lld.", (long long)now), errhint("Call the function again.")));
-    if (fingerprint < 0)
-        PG_RETURN_NULL();
-    PG_RETURN_INT64(fingerprint);
 }

@@ -34,7 +34,7 @@ extern "C" {
 #include "pg/generate/layouts.hpp"
 #include "pg/citus/citus.hpp"
 #include "pg/citus/key_lease.hpp"
-#include "pg/state/coord_shared.hpp"
+#include "pg/base/fence_clock.hpp"
 
 using namespace shardid;
 using namespace shardid::pg;

@@ -1,8 +1,8 @@
-// The SQL functions of shard value claims (src/pg/source/shard_claims.hpp):
+// The SQL functions of shard value claims (src/pg/etcd/shard_claims.hpp):
 // shardid_shard_claims(), shardid_shard_refusals(), shardid_release_shard().
 #include "core/schemes.hpp"
-#include "core/coord/shard_claim.hpp"
-#include "pg/source/shard_claims.hpp"
+#include "core/etcd/shard_values.hpp"
+#include "pg/etcd/shard_claims.hpp"
 
 extern "C" {
 #include "funcapi.h"
@@ -12,7 +12,7 @@ extern "C" {
 }
 
 #include "pg/state/shmem.hpp"
-#include "pg/state/coord_shared.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/generate/layouts.hpp"
 #include "pg/base/row.hpp"
@@ -60,7 +60,7 @@ extern "C" Datum shardid_shard_claims(PG_FUNCTION_ARGS)
         const int64 floor = e.floor_ms.load(), since = e.since_ms.load(), used = e.used_ms.load();
         Row<claim_columns> row;
         row.add(CStringGetTextDatum(slot.name));                                                     // layout
-        row.add(CStringGetTextDatum(coord::space_name(slot.shape).c_str()));                         // space
+        row.add(CStringGetTextDatum(etcd::space_name(slot.shape).c_str()));                          // space
         row.add(Int64GetDatum(claim_value(key)));                                                    // shard
         row.add(CStringGetTextDatum(claim_state_name(state)));                                       // state
         row.add(BoolGetDatum(e.own_id.load()));                                                      // node_id
@@ -116,7 +116,7 @@ extern "C" Datum shardid_release_shard(PG_FUNCTION_ARGS)
          !e.state.compare_exchange_strong(expected, int(ClaimState::releasing))) &&
         expected != int(ClaimState::releasing))
         PG_RETURN_BOOL(false);
-    CoordShared& c = coord_shared();
+    EtcdShared& c = etcd_shared();
     const TimestampTz since = GetCurrentTimestamp();
     const uint32 event = wait_event("ShardidRelease", &release_event);
     while (e.state.load() == int(ClaimState::releasing) && e.key.load() == key) {

@@ -10,11 +10,12 @@ extern "C" {
 }
 
 #include "core/schemes.hpp"
+#include "pg/base/fence_clock.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/source/node_source.hpp"
 #include "pg/base/settings.hpp"
-#include "pg/source/shard_claims.hpp"
 #include "pg/state/lineage.hpp"
+#include "pg/state/shared.hpp"
 #include "pg/state/shmem.hpp"
 #include "pg/base/wait_event.hpp"
 #include "pg/state/wal.hpp"
@@ -72,18 +73,15 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
     // Resolved here, outside guarded(): making it can ereport (PostgreSQL 17).
     const uint32 tick_wait = wait_event("ShardidNextTick", &next_tick_event);
 
-    // Outside guarded(): the claim table's share of a role other than a
-    // superuser is bounded (superuser() is cached per role).
-    if ((shard_given || from_node) && coord_enabled())
-        set_claim_caller(superuser());
+    const bool shaped = source.shapes_generation();
+    if (shaped)
+        source.prepare(shard_given || from_node);
     TimestampTz waiting_since = 0;  // for the node-id source (0: not waiting)
-    // With node ids from etcd, a wait for the next tick is bounded too (a
-    // second at least: a layout's next millisecond, or TraceId's next
-    // second, is always waited for).
+    // A wait for the next tick as the source bounds it.
     LatchClock clock{{clock_offset_ms, coarse},
                      tick_wait,
-                     coord_enabled() ? std::max<int64_t>(etcd_wait_ms, 1000) : 0,
-                     coord_enabled() && !coarse};
+                     shaped ? source.next_tick_wait_ms() : 0,
+                     shaped && source.reads_fence_clock() && !coarse};
     for (;;) {
         source.refresh();
         Status status;
@@ -140,7 +138,7 @@ uint64_t generate_raw(FunctionCallInfo fcinfo, const Layout& layout, SlotState*&
             continue;
         }
         if (status.error != Error::interrupted) {
-            name_claim_holders(&status);
+            source.explain(&status);
             count_claim_refusal();
             if (status.error == Error::clock_lead_exceeded)
                 count_generation_refusal(GenerationRefusal::clock_lead);

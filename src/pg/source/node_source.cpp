@@ -4,7 +4,7 @@
 #include "core/schemes.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/settings.hpp"
-#include "pg/source/shard_claims.hpp"
+#include "pg/state/shared.hpp"
 
 namespace shardid::pg {
 
@@ -119,14 +119,16 @@ bool declared_shard(uint64_t shard, Status* status)
 
 namespace {
 
-const NodeIdSource* citus = &refused_source;  // until the Citus room registers its own
+// Until their rooms register their own.
+const NodeIdSource* etcd = &refused_source;
+const NodeIdSource* citus = &refused_source;
 
 const NodeIdSource& resolve_source()
 {
     if (refused_reason() != nullptr)
         return refused_source;
     switch (NodeIdSourceSetting(node_id_source_setting)) {
-    case NodeIdSourceSetting::etcd: return etcd_source();
+    case NodeIdSourceSetting::etcd: return *etcd;
     case NodeIdSourceSetting::citus: return *citus;
     case NodeIdSourceSetting::setting: break;
     }
@@ -135,6 +137,7 @@ const NodeIdSource& resolve_source()
 
 }  // namespace
 
+void register_etcd_source(const NodeIdSource& source) { etcd = &source; }
 void register_citus_source(const NodeIdSource& source) { citus = &source; }
 
 const NodeIdSource& node_id_source()

@@ -1,6 +1,6 @@
 // Where this node's id comes from, as generation sees it: one interface,
 // implemented from shardid.node_id (src/pg/source/node_source.cpp), from a claim
-// held in etcd (src/pg/source/coord_claim.cpp) and from the node's Citus group id
+// held in etcd (src/pg/etcd/id_source.cpp) and from the node's Citus group id
 // (src/pg/citus/source.cpp). Generation
 // (src/pg/generate/generate.cpp) asks the source for the id once per ID, confirms
 // the ticket once the ID is covered and before it is returned, and waits
@@ -31,7 +31,7 @@ struct SourceTicket {
     int claim = -1;
     uint64_t claim_generation = 0;
     uint64_t claim_epoch = 0;     // the claim table's epoch the value was seen held under
-    void* claim_cache = nullptr;  // the backend's cache entry of the value (src/pg/source/shard_claims.cpp)
+    void* claim_cache = nullptr;  // the backend's cache entry of the value (src/pg/etcd/shard_claims.cpp)
     int64_t unit_ms = 1;
     uint64_t word = 0;  // the ID's packed (tick, sequence), set once it is made
     // The fence clock read when the ID was made, with nothing that takes
@@ -60,7 +60,7 @@ public:
     // (whose node-wide slot is `slot`)? `given`: an explicit shard (else the
     // node's id). shardid.shards must admit an explicit shard; with etcd,
     // the node must hold the value in the layout's claim space
-    // (src/core/coord/shard_claim.hpp): otherwise Error::not_claimed (it is being
+    // (src/core/etcd/shard_values.hpp): otherwise Error::not_claimed (it is being
     // claimed: wait() and ask again). Never ereports.
     virtual bool hold_value(SlotState* slot, const Layout& layout, uint64_t value, bool given, SourceTicket* ticket,
                             Status* status) const = 0;
@@ -76,6 +76,23 @@ public:
     virtual void wait(TimestampTz since, const Status& why) const = 0;
     // Ends the waits of a generation that got its ID after all.
     virtual void waited() const = 0;
+    // Whether the source takes part in a generation beyond hold() and
+    // confirm(), through the three below (etcd does): read on every
+    // generation, a member, not a call.
+    bool shapes_generation() const { return shapes_generation_; }
+    // Before a generation, outside guarded() (it may ereport): `value`, the
+    // ID's shard field holds a value the source must hold (hold_value()).
+    // etcd: the caller's role, for its share of the shard values' table.
+    virtual void prepare(bool value) const { (void)value; }
+    // How long a generation waits for its layout's next tick at most (0: as
+    // long as it takes; etcd: shardid.etcd_wait, a second at least), and
+    // whether the clock of a fine layout is read through the fence clock
+    // (SourceTicket::fence_read_ms, for confirm()).
+    virtual int64_t next_tick_wait_ms() const { return 0; }
+    virtual bool reads_fence_clock() const { return false; }
+    // Outside guarded(), before a refusal is raised: what the source adds
+    // to its detail (etcd: who holds the most of a full table).
+    virtual void explain(Status* status) const { (void)status; }
     // Before each ID, outside guarded() (it may ereport): brings what the
     // source keeps of committed state up to date, so that an identity
     // another backend changed is not used for one more ID. Citus: the
@@ -101,7 +118,11 @@ public:
     }
 
 protected:
+    explicit constexpr NodeIdSource(bool shapes_generation = false) : shapes_generation_(shapes_generation) {}
     ~NodeIdSource() = default;
+
+private:
+    bool shapes_generation_;
 };
 
 // shardid.shards admits `shard`; otherwise a failure (55000), counted.
@@ -110,11 +131,10 @@ bool declared_shard(uint64_t shard, Status* status);
 // The source shardid.node_id_source names.
 const NodeIdSource& node_id_source();
 
-// The etcd claim's implementation (src/pg/source/coord_claim.cpp).
-const NodeIdSource& etcd_source();
-
-// The node's Citus group id's (src/pg/citus/source.cpp), which the Citus
-// room registers from _PG_init (src/pg/citus/citus.hpp, citus_init()).
+// The etcd claim's (src/pg/etcd/id_source.cpp) and the node's Citus group
+// id's (src/pg/citus/source.cpp), which their rooms register from _PG_init
+// (src/pg/etcd/etcd.hpp, etcd_init(); src/pg/citus/citus.hpp, citus_init()).
+void register_etcd_source(const NodeIdSource& source);
 void register_citus_source(const NodeIdSource& source);
 
 }  // namespace shardid::pg

@@ -1,4 +1,4 @@
-// The node's history (src/core/coord/node_state.hpp: history, awaiting,
+// The node's history (src/core/state/node_state.hpp: history, awaiting,
 // adopted) as the glue keeps it: drawn when a data directory first holds
 // none, awaited in a directory pg_upgrade wrote into, adopted from the
 // state of the server a database came from, and checked against the
@@ -9,7 +9,7 @@
 // are what keep it from issuing again what its predecessor issued.
 #pragma once
 
-#include "core/coord/node_state.hpp"
+#include "core/state/node_state.hpp"
 #include "pg/base/pg.hpp"
 
 namespace shardid::pg {

@@ -1,6 +1,6 @@
 // The persistence protocol of the node state: before an ID is returned,
 // durable marks cover it (the node's time mark, a coarse layout's own mark;
-// when and how far they move: src/core/coord/time_mark.hpp), in WAL first and then in
+// when and how far they move: src/core/state/time_mark.hpp), in WAL first and then in
 // the state file (src/pg/state/state_file.hpp), and the WAL record is flushed and
 // confirmed by the synchronous standbys; counter floors (DecimalId generator
 // ids, call-number run ids) the same way; redo raises the state. Shared
@@ -11,7 +11,7 @@
 #include "pg/state/shmem.hpp"
 
 #include "core/clock.hpp"
-#include "core/coord/time_mark.hpp"
+#include "core/state/time_mark.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/lineage.hpp"
@@ -438,7 +438,7 @@ void settle_mark_at_exit(int code, Datum)
     const int64 issued = highest_issued_tick_ms();
     const int64 mark =
         std::max({shared->restart_floor_ms.load(), shared->claim_floor_ms.load(), issued > 0 ? issued + 1 : 0});
-    // The coordinator's clean release (src/pg/coord/holder.cpp) left a new
+    // The coordinator's clean release (src/pg/etcd/worker/holder.cpp) left a new
     // token to record: the state written now covers every ID of the claim.
     const bool token = shared->release_token.load() != shared->release_token_at_start;
     if (mark >= shared->lease_until_ms.load() && !token)

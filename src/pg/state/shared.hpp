@@ -1,7 +1,7 @@
 // The node's shared struct, for the files that work on it:
 //   src/pg/state/shmem.cpp    the struct, attaching it, layout slots, DecimalId entries
 //   src/pg/state/persist.cpp  the persistence protocol: covering IDs with durable
-//                       marks (src/core/coord/time_mark.hpp), counter floors, replay,
+//                       marks (src/core/state/time_mark.hpp), counter floors, replay,
 //                       waiting for the synchronous standbys
 //   src/pg/functions/node_status.cpp   shardid_status()
 //
@@ -33,8 +33,7 @@
 #include <cstddef>
 
 #include "core/engine.hpp"
-#include "core/coord/node_state.hpp"
-#include "pg/state/coord_shared.hpp"
+#include "core/state/node_state.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/state/shmem.hpp"
 
@@ -90,13 +89,13 @@ struct Shared {
     std::atomic<int64_t> retired_ms;        // NodeState::retired_ms: coarse shapes without a mark resume after it
     // The highest mark in etcd that a claim of the node id by this data
     // directory started above (NodeState::claim_floor_ms, 0: none;
-    // src/pg/coord/holder.cpp): every slot, new ones too, resumes above the
+    // src/pg/etcd/worker/holder.cpp): every slot, new ones too, resumes above the
     // tick that contains it. Read from the state file at start (a clean
     // restart finds its own mark and raises nothing), raised under
     // slots_lock, persisted with the node state, never in WAL.
     std::atomic<int64_t> claim_floor_ms;
     // NodeState::fleet_ttl_ms: the longest lease TTL the coordinator knows
-    // the fleet under its prefix to use (src/pg/coord/history.cpp); read
+    // the fleet under its prefix to use (src/pg/etcd/worker/history.cpp); read
     // from the state file at start, raised by the coordinator, persisted
     // with the node state, never in WAL.
     std::atomic<int64_t> fleet_ttl_ms;
@@ -135,19 +134,18 @@ struct Shared {
     std::atomic<int64_t> awaiting;
     Histories adopted;
     std::atomic<uint64_t> histories_version;
-    // Generations refused a shard value, by cause (src/pg/source/shard_claims.hpp).
+    // Generations refused a shard value, by cause (src/pg/etcd/shard_claims.hpp).
     std::atomic<uint64_t> claim_refusals[int(ClaimRefusal::count)];
     // Generations refused, by cause (count_generation_refusal()).
     std::atomic<uint64_t> generation_refusals[int(GenerationRefusal::count)];
     LWLock state_lock;  // see the locking rules above
     LWLock slots_lock;  // likewise
-    CoordShared coord;  // the node id claimed from etcd (src/pg/state/coord_shared.hpp)
     Slot slots[max_slots];
     struct {
         Oid database;
         DecimalState state;
         // With node ids from etcd, the counters' epoch its generator id was
-        // taken in (CoordShared::counters_epoch): another epoch takes a new one.
+        // taken in (EtcdShared::counters_epoch): another epoch takes a new one.
         std::atomic<uint64_t> epoch;
     } decimal[max_decimal_databases];
 };
@@ -169,7 +167,7 @@ Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot
 
 // Whether a claim floor moves slots of `shape`: not a coarse layout's with
 // node ids from etcd, whose IDs every value's shard mark bounds to the word
-// (coord::keeps_bound()): a node id taken over does not send a one-minute
+// (etcd::keeps_bound()): a node id taken over does not send a one-minute
 // layout to the minute after its previous holder's window.
 bool claim_floor_applies(const Shape& shape);
 

@@ -8,8 +8,8 @@
 #include "pg/state/shmem.hpp"
 
 #include "core/clock.hpp"
-#include "core/coord/shard_claim.hpp"
-#include "core/coord/time_mark.hpp"
+#include "core/etcd/shard_values.hpp"
+#include "core/state/time_mark.hpp"
 #include "pg/base/pg.hpp"
 #include "pg/base/settings.hpp"
 #include "pg/state/lineage.hpp"
@@ -47,11 +47,13 @@ void attach_part_locked(int i)
 {
     bool found;
     void* raw = ShmemInitStruct(parts[i].name, parts[i].size, &found);
+    void* part =
+        parts[i].align > 0 ? reinterpret_cast<void*>(TYPEALIGN(parts[i].align, reinterpret_cast<uintptr_t>(raw))) : raw;
     if (!found) {
         memset(raw, 0, parts[i].size);
-        parts[i].init(raw);
+        parts[i].init(part);
     }
-    *parts[i].where = raw;
+    *parts[i].where = part;
 }
 
 // Attaches to (or creates) every part but the on-demand ones. Before the
@@ -104,7 +106,6 @@ void attach_locked()
 #endif
         LWLockInitialize(&aligned->state_lock, aligned->tranche);
         LWLockInitialize(&aligned->slots_lock, aligned->tranche);
-        coord_init(aligned->coord);
         NodeState st;
         const StateFileRead got = state_file_read(&st);
         if (got == StateFileRead::corrupt)
@@ -224,11 +225,35 @@ Slot* new_slot_locked(const Shape& shape, const char* name, Oid database, NoSlot
     return slot;
 }
 
+void count_generation_refusal(GenerationRefusal why)
+{
+    if (shared != nullptr)
+        shared->generation_refusals[int(why)].fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+int last_refusal = -1;  // the cause of this backend's last refusal of a shard value (ClaimRefusal), -1: none
+}  // namespace
+
+void note_claim_refusal(ClaimRefusal cause) { last_refusal = cause == ClaimRefusal::count ? -1 : int(cause); }
+
+void count_claim_refusal()
+{
+    if (shared != nullptr && last_refusal >= 0 && last_refusal < int(ClaimRefusal::count))
+        shared->claim_refusals[last_refusal].fetch_add(1);
+    last_refusal = -1;
+}
+
+void clear_claim_refusal() { last_refusal = -1; }
+
 void shmem_part(const SharedPart& part)
 {
     if (n_parts == max_shared_parts)
         ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("too many parts of shardid's shared memory")));
-    parts[n_parts++] = part;
+    parts[n_parts] = part;
+    if (part.align > 0)
+        parts[n_parts].size = add_size(part.size, part.align);  // room to align it
+    n_parts++;
 }
 
 void attach_if_needed()
@@ -297,7 +322,7 @@ SlotState* slot_for(const Layout& layout)
     return &slot->state;
 }
 
-bool claim_floor_applies(const Shape& shape) { return !(coord_enabled() && coord::keeps_bound(shape)); }
+bool claim_floor_applies(const Shape& shape) { return !(etcd_enabled() && etcd::keeps_bound(shape)); }
 
 void raise_claim_floor(int64_t floor_ms)
 {
@@ -374,21 +399,6 @@ DecimalState* decimal_state(Oid database)
                     errhint("Generate decimal ids in fewer databases of this node, or drop databases that no longer "
                             "need them.")));
     pg_unreachable();
-}
-
-// The etcd claim's part (src/pg/state/coord_shared.hpp).
-CoordShared& coord_shared() { return shared->coord; }
-
-void coord_init(CoordShared& c)
-{
-    c.held.store(-1);
-    c.generation.store(1);
-    c.need_ms.store(-1);
-    for (auto& r : c.counter_ready)
-        r.store(-1);
-    ConditionVariableInit(&c.changed);
-    SpinLockInit(&c.mutex);
-    strlcpy(c.state, "starting", sizeof c.state);
 }
 
 }  // namespace shardid::pg

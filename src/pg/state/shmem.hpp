@@ -35,7 +35,8 @@ constexpr int max_decimal_databases = 64;
 void shmem_init();
 
 // A part of the node's shared memory that a room above the state owns (the
-// Citus group fence: src/pg/citus/shared.hpp): `size` bytes, zeroed and then
+// Citus group fence: src/pg/citus/shared.hpp; the etcd claim and its shard
+// values' table: src/pg/etcd/shared.hpp, src/pg/etcd/shard_claims.hpp): `size` bytes, zeroed and then
 // made ready by `init` when the server creates them, at *where from then
 // on. Reserved at start when preloaded; attached with the node state in
 // every process, or, `on_demand`, only by shmem_part_attach() (without
@@ -48,12 +49,26 @@ struct SharedPart {
     void (*init)(void* part);
     void** where;
     bool on_demand = false;
+    Size align = 0;  // *where aligned to this many bytes (0: as PostgreSQL gives it)
 };
 constexpr int max_shared_parts = 4;
 void shmem_part(const SharedPart& part);
 // Attaches the node state and the on-demand part kept at `where`, unless
 // done (ereports when the server has no room for it).
 void shmem_part_attach(void** where);
+
+enum class GenerationRefusal : int;  // src/pg/state/shared.hpp
+// A generation refused for `why`, whatever the node's id comes from,
+// counted node-wide since the server started (shardid_coordination()).
+void count_generation_refusal(GenerationRefusal why);
+// A generation's refusal of a shard value, whoever owns the shard field
+// (shardid.shards, an etcd claim): noted when a value is refused
+// (ClaimRefusal::count: none), counted once it ends in an error
+// (shardid_shard_refusals()), forgotten when the generation tries again.
+enum class ClaimRefusal : int;  // src/pg/state/shared.hpp
+void note_claim_refusal(ClaimRefusal cause);
+void count_claim_refusal();
+void clear_claim_refusal();
 
 // The node-wide state of `layout` (ereports if no slot is free). The result
 // is cached per backend; callers on a hot path cache it themselves too.
@@ -97,7 +112,7 @@ void settle_mark_at_clean_exit();
 
 // Values taken from the extension's sequences that must never come back on
 // this node: DecimalId generator ids and call-number run ids.
-// (Each is a counter floor of the node state: src/core/coord/node_state.hpp.)
+// (Each is a counter floor of the node state: src/core/state/node_state.hpp.)
 enum class NodeCounter : int {
     generator = node_state_field("generator"),
     run = node_state_field("run"),

@@ -1,9 +1,9 @@
-// The persisted node state (src/core/coord/node_state.hpp) as a small file in the
+// The persisted node state (src/core/state/node_state.hpp) as a small file in the
 // data directory, written durably ahead of use, from which a restarted node
 // resumes without reissuing anything it issued before.
 #pragma once
 
-#include "core/coord/node_state.hpp"
+#include "core/state/node_state.hpp"
 #include "pg/base/pg.hpp"
 
 namespace shardid::pg {
