@@ -15,7 +15,9 @@ set -u
 queries=${SQLSMITH_QUERIES:-4000}
 seconds=${SQLSMITH_SECONDS:-}
 seed=${SQLSMITH_SEED:-20261122}
-[ "$seed" = fresh ] && seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+# A fresh seed within an int (SQLsmith reads it with std::stoi: one of 2^31
+# and above ended the run before its first query, "stoi").
+[ "$seed" = fresh ] && seed=$(($(od -An -N4 -tu4 /dev/urandom | tr -d ' ') % 2147483647))
 ensure_deps  # installs sqlsmith where missing
 command -v sqlsmith >/dev/null || { echo "FAIL sqlsmith_available: could not install sqlsmith"; exit 0; }
 
@@ -61,11 +63,14 @@ took=$(($(date +%s) - start))
 # With --verbose SQLsmith ends with its error rate once it has run them all;
 # stopped by the time a run explores for, its progress lines say how far.
 rate=$(grep -o 'error rate: [0-9.]*' "$dir/sqlsmith.err" | tail -1 | grep -o '[0-9.]*$')
+# (It prints the rate when the time stops it too: the count is then its
+# progress lines'.)
 ran=0
-if [ -n "$rate" ]; then
-    ran=$queries
-elif [ -n "$seconds" ]; then
+if [ -n "$seconds" ]; then
     ran=$(grep -o 'queries: [0-9]*' "$dir/sqlsmith.err" | tail -1 | grep -o '[0-9]*$')
+    [ -z "$ran" ] && [ -n "$rate" ] && [ "$took" -lt "$seconds" ] && ran=$queries
+elif [ -n "$rate" ]; then
+    ran=$queries
 fi
 crash_lines() { grep -cE 'terminated by signal|was terminated by exception|all server processes terminated|server process .* exited with exit code [^01]' "$dir/server.log"; }
 crashes=$(crash_lines)
