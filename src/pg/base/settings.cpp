@@ -16,7 +16,6 @@
 // shape the IDs of that session (a field, a key, a wait).
 #include <climits>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 

@@ -5,7 +5,6 @@
 
 extern "C" {
 #include "miscadmin.h"
-#include "storage/ipc.h"
 #include "storage/shmem.h"
 }
 
