@@ -156,6 +156,22 @@ def check_folders(root):
     return fails
 
 
+def check_basenames(root):
+    fails = []
+    # PGXS names each object's dependency list by the source's base name
+    # (.deps/<name>.Po): two sources of one name share one list, and a
+    # change to a header only one of them includes rebuilds neither.
+    by_name = {}
+    for rel in sources(root):
+        if rel.endswith(".cpp"):
+            by_name.setdefault(os.path.basename(rel), []).append(rel)
+    for name, rels in sorted(by_name.items()):
+        if len(rels) > 1:
+            fails.append(f"{', '.join('src/' + r for r in rels)} share the base name {name}, and with it one "
+                         "dependency list (.deps/): name them apart")
+    return fails
+
+
 def suite_lines(root):
     lines = []
     with open(os.path.join(root, "test", "suites.list"), encoding="utf-8") as f:
@@ -440,7 +456,7 @@ def check_helpers(root):
 
 
 CHECKS = [("rooms", check_rooms), ("loops", check_loops), ("size", check_size), ("folders", check_folders),
-          ("suites", check_suites),
+          ("basenames", check_basenames), ("suites", check_suites),
           ("settings", check_settings), ("commands", check_commands), ("names", check_names), ("errors", check_errors),
           ("format", check_format), ("release", check_release), ("helpers", check_helpers), ("root", check_root)]
 
@@ -473,6 +489,8 @@ def plant(root, name):
     elif name == "folders":
         for i in range(MAX_FILES_PER_FOLDER):
             append(f"src/pg/functions/planted_{i}.cpp", "")
+    elif name == "basenames":
+        append("src/pg/functions/codec.cpp", "")
     elif name == "helpers":
         append("test/faults/restart_lead.sh", "\nwait_until() { true; }\n")
     elif name == "suites":

@@ -1,7 +1,7 @@
 // etcd's history under a prefix, and how a node tells that etcd went back
 // on it (docs/coordination.md, "etcd losing its data" and "etcd restored
 // from a backup"). Pure: the glue (src/pg/etcd/worker/history.cpp,
-// src/pg/etcd/worker/witness.cpp) talks to etcd and asks these.
+// src/pg/etcd/worker/session.cpp) talks to etcd and asks these.
 //
 // A history is <prefix>/history, "<16 hex token> <settled ms> <ttl ms>",
 // made by the first node that finds it missing, with no lease (it outlives

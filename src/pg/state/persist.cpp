@@ -438,7 +438,7 @@ void settle_mark_at_exit(int code, Datum)
     const int64 issued = highest_issued_tick_ms();
     const int64 mark =
         std::max({shared->restart_floor_ms.load(), shared->claim_floor_ms.load(), issued > 0 ? issued + 1 : 0});
-    // The coordinator's clean release (src/pg/etcd/worker/holder.cpp) left a new
+    // The coordinator's clean release (src/pg/etcd/worker/window.cpp) left a new
     // token to record: the state written now covers every ID of the claim.
     const bool token = shared->release_token.load() != shared->release_token_at_start;
     if (mark >= shared->lease_until_ms.load() && !token)

@@ -89,7 +89,7 @@ struct Shared {
     std::atomic<int64_t> retired_ms;        // NodeState::retired_ms: coarse shapes without a mark resume after it
     // The highest mark in etcd that a claim of the node id by this data
     // directory started above (NodeState::claim_floor_ms, 0: none;
-    // src/pg/etcd/worker/holder.cpp): every slot, new ones too, resumes above the
+    // src/pg/etcd/worker/node_claim.cpp): every slot, new ones too, resumes above the
     // tick that contains it. Read from the state file at start (a clean
     // restart finds its own mark and raises nothing), raised under
     // slots_lock, persisted with the node state, never in WAL.

@@ -12,8 +12,9 @@
 
 #include "core/etcd/shard_values.hpp"
 #include "core/text.hpp"
-#include "pg/etcd/worker/holder.hpp"
+#include "pg/etcd/worker/values.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/etcd/shard_claims.hpp"
 #include "pg/state/shared.hpp"
 
@@ -58,7 +59,7 @@ bool list_pages(etcd::Client& client, const std::string& from, const std::string
 // Reads what a claim of `batch` (or, when null, of any value of the slot's
 // space) needs: one transaction of gets for a batch; pages of the space's
 // keys for a whole space (fewer requests when thousands are claimed at once).
-bool Holder::read_claims(int slot_index, const std::vector<int>* batch, SpaceRead* out)
+bool ShardValues::read_claims(int slot_index, const std::vector<int>* batch, SpaceRead* out)
 {
     const Slot& slot = shared->slots[slot_index];
     const std::string space = etcd::space_name(slot.shape);
@@ -76,15 +77,15 @@ bool Holder::read_claims(int slot_index, const std::vector<int>* batch, SpaceRea
             reads.push_back({false, etcd::shard_mark_key(prefix_, space, value), "", ""});
         }
     etcd::Txn r;
-    if (!txn({}, reads, {}, &r, &why)) {
+    if (!session_.txn({}, reads, {}, &r, &why)) {
         if (too_many_ops(why) && max_ops_ > 8) {
             max_ops_ /= 2;
             return false;
         }
-        failed("could not read the claims of layout " + std::string(slot.name), why);
+        session_.failed("could not read the claims of layout " + std::string(slot.name), why);
         return false;
     }
-    answered();
+    session_.answered();
     for (etcd::KeyValue& kv : r.kvs) {
         if (kv.key.compare(0, want_from.size(), want_from) == 0)
             out->any_want = true;
@@ -93,16 +94,16 @@ bool Holder::read_claims(int slot_index, const std::vector<int>* batch, SpaceRea
     if (batch == nullptr) {
         for (const char* kind : {"/shard/", "/shardmark/"}) {
             const std::string from = prefix_ + kind + space + "/", end = prefix_ + kind + space + "0";
-            if (!list_pages(client_, from, end, &out->kvs, &why)) {
-                failed("could not list \"" + from + "\"", why);
+            if (!list_pages(session_.client(), from, end, &out->kvs, &why)) {
+                session_.failed("could not list \"" + from + "\"", why);
                 return false;
             }
-            answered();
+            session_.answered();
         }
     }
     const auto h = out->kvs.find(hkey);
-    if (h == out->kvs.end() || h->second.mod_revision != history_revision_) {
-        history_revision_ = 0;  // etcd's history changed: read it again first
+    if (h == out->kvs.end() || h->second.mod_revision != history_.revision()) {
+        history_.reread();  // etcd's history changed: read it again first
         return false;
     }
     if (const auto it = out->kvs.find(rkey); it != out->kvs.end())
@@ -114,7 +115,7 @@ bool Holder::read_claims(int slot_index, const std::vector<int>* batch, SpaceRea
 // of a claim space together, in as few transactions as etcd's limit of
 // operations allows; thousands at once (a node's declared logical shards)
 // from one listing of their space.
-void Holder::claim_values(std::vector<int>& batch)
+void ShardValues::claim_values(std::vector<int>& batch)
 {
     ShardClaims* t = shard_claims();
     std::stable_sort(batch.begin(), batch.end(), [&](int a, int b) {
@@ -122,8 +123,9 @@ void Holder::claim_values(std::vector<int>& batch)
     });
     // Until the lease's next renewal is due (at least 100 ms): it comes first.
     const int64_t start = fence_clock_ms();
-    const int64_t budget = std::max<int64_t>(100, last_sent_ms_ + etcd::keepalive_every_ms(lease_ttl_ms_) - 50 - start);
-    for (size_t at = 0; at < batch.size() && held_ >= 0 && fence_clock_ms() - start < budget;) {
+    const int64_t budget = std::max<int64_t>(100, session_.last_sent_ms() +
+                                                      etcd::keepalive_every_ms(session_.lease_ttl_ms()) - 50 - start);
+    for (size_t at = 0; at < batch.size() && node_.held() >= 0 && fence_clock_ms() - start < budget;) {
         const int slot = claim_slot(t->entries[batch[at]].key.load());
         size_t end = at;
         while (end < batch.size() && claim_slot(t->entries[batch[end]].key.load()) == slot)
@@ -133,12 +135,12 @@ void Holder::claim_values(std::vector<int>& batch)
         // A listing of the space stays usable across rounds while this
         // node's own claims are all that changed in it (each added to it);
         // a claim that fails forgets it.
-        if (fence_clock_ms() - listing_at_ms_ > 1000 || history_revision_ == 0)
+        if (fence_clock_ms() - listing_at_ms_ > 1000 || history_.revision() == 0)
             listing_slot_ = -1;
         bool listed = group.size() > 64 && (listing_slot_ == slot || read_claims(slot, nullptr, &listing_));
         if (listed && listing_slot_ != slot)
             listing_slot_ = slot, listing_at_ms_ = fence_clock_ms();
-        for (size_t k = 0; k < group.size() && held_ >= 0 && fence_clock_ms() - start < budget;) {
+        for (size_t k = 0; k < group.size() && node_.held() >= 0 && fence_clock_ms() - start < budget;) {
             SpaceRead part;
             const SpaceRead* read = &listing_;
             size_t end = group.size();
@@ -166,7 +168,7 @@ void Holder::claim_values(std::vector<int>& batch)
             }
         }
     }
-    if (held_ >= 0 && fence_clock_ms() - start >= budget) {
+    if (node_.held() >= 0 && fence_clock_ms() - start >= budget) {
         // More to claim: the next round at once, once the lease is seen to.
         if (Latch* latch = etcd_shared().worker_latch.load())
             SetLatch(latch);
@@ -178,7 +180,7 @@ void Holder::claim_values(std::vector<int>& batch)
 // together. Returns how many it took from the group (decided, whether
 // claimed or not); 0 when the transaction failed (one of them was taken,
 // or its mark moved, since the read: the caller tries it alone).
-size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t end, const SpaceRead& read)
+size_t ShardValues::commit_claims(const std::vector<int>& group, size_t from, size_t end, const SpaceRead& read)
 {
     ShardClaims* t = shard_claims();
     const uint64_t key0 = t->entries[group[from]].key.load();
@@ -187,11 +189,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
     const std::string rkey = etcd::shard_retired_key(prefix_, space), hkey = etcd::history_key(prefix_);
     std::string why;
     const int64_t now = wall_clock().now_ms();
-    const int64_t reach = now + std::max<int64_t>(fence_ms_ - fence_clock_ms(), 0);
-    const auto confirmed = [&](uint64_t token) {
-        return token != 0 &&
-               std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) != confirmed_tokens_.end();
-    };
+    const int64_t reach = now + std::max<int64_t>(session_.fence_ms() - fence_clock_ms(), 0);
     // The node marks of previous holders that did not release, read once.
     std::map<int, etcd::Mark> node_marks;
     std::map<int, bool> node_mark_bad;
@@ -199,11 +197,11 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
     const NodeMarkFn node_mark = [&](int holder, etcd::Mark* out, bool* bad) -> bool {
         if (!marks_read) {
             std::vector<etcd::KeyValue> kvs;
-            if (!client_.range(prefix_ + "/mark/", etcd::prefix_end(prefix_ + "/mark"), &kvs, &why)) {
-                failed("could not read the marks of the node ids", why);
+            if (!session_.client().range(prefix_ + "/mark/", etcd::prefix_end(prefix_ + "/mark"), &kvs, &why)) {
+                session_.failed("could not read the marks of the node ids", why);
                 return false;
             }
-            answered();
+            session_.answered();
             for (const etcd::KeyValue& kv : kvs) {
                 const int id = etcd::mark_id_of_key(prefix_, kv.key);
                 etcd::Mark m;
@@ -211,8 +209,9 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
                 if (id < 0)
                     continue;
                 if (!etcd::parse_mark(kv.value, &m) ||
-                    (!confirmed(m.token) && !etcd::mark_plausible(m.end_ms, now, max_clock_lead_ms,
-                                                                  std::max(lease_ttl_ms_, m.ttl_ms), &implausible)))
+                    (!node_.confirmed(m.token) &&
+                     !etcd::mark_plausible(m.end_ms, now, max_clock_lead_ms,
+                                           std::max(session_.lease_ttl_ms(), m.ttl_ms), &implausible)))
                     node_mark_bad[id] = true;
                 else
                     node_marks[id] = m;
@@ -231,7 +230,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
     // move since the read, and (when none was there) nobody asks for any
     // value of the space back.
     std::vector<etcd::Compare> compare{
-        {etcd::Compare::Target::mod, hkey, history_revision_, ""},
+        {etcd::Compare::Target::mod, hkey, history_.revision(), ""},
         {etcd::Compare::Target::mod, rkey, read.has_retired ? read.retired.mod_revision : 0, ""}};
     if (!read.any_want)
         compare.push_back({etcd::Compare::Target::create, prefix_ + "/shardwant/" + space + "/", 0, "",
@@ -262,7 +261,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
         v.has_mark = get(mkey, &v.mark);
         v.has_want = read.any_want && get(wkey, &v.want);
         // Room for this value's compares and requests (at most 3 each), and
-        // the witness's compare and put (Holder::txn()).
+        // the witness's compare and put (Session::txn()).
         if (compare.size() + 4 > max_ops_ || puts.size() + 4 > max_ops_)
             break;
         Plan p;
@@ -273,17 +272,17 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
         // What the claim compares: nobody holds it (or this lease does), its
         // mark did not move since the read, nobody asks for it back.
         if (v.has_holder) {
-            compare.push_back({etcd::Compare::Target::lease, ckey, 0, lease_});
+            compare.push_back({etcd::Compare::Target::lease, ckey, 0, session_.lease()});
         } else {
             compare.push_back({etcd::Compare::Target::create, ckey, 0, ""});
             compare.push_back({etcd::Compare::Target::mod, mkey, v.has_mark ? v.mark.mod_revision : 0, ""});
         }
         if (read.any_want && !v.has_want)
             compare.push_back({etcd::Compare::Target::create, wkey, 0, ""});
-        const etcd::ShardMark mine{p.mark_floor, claim_token_, claimed_, false, p.target, p.bound};
-        puts.push_back({true, ckey, me, lease_});
+        const etcd::ShardMark mine{p.mark_floor, node_.claim_token(), node_.claimed(), false, p.target, p.bound};
+        puts.push_back({true, ckey, me, session_.lease()});
         puts.push_back({true, mkey, etcd::shard_mark_value(mine), ""});
-        if (v.has_want && v.want.lease == lease_)
+        if (v.has_want && v.want.lease == session_.lease())
             puts.push_back({false, wkey, "", "", true});  // this node's own ask, answered
         plans.push_back(std::move(p));
     }
@@ -291,16 +290,17 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
     if (plans.empty())
         return taken;
     etcd::Txn c;
-    if (!txn(compare, puts, {}, &c, &why)) {
+    if (!session_.txn(compare, puts, {}, &c, &why)) {
         if (too_many_ops(why) && max_ops_ > 8)
             max_ops_ /= 2;
         else
-            failed("could not claim " + std::to_string(plans.size()) + " shard values of layout " + slot.name, why);
+            session_.failed("could not claim " + std::to_string(plans.size()) + " shard values of layout " + slot.name,
+                            why);
         return taken;  // tried again next round
     }
-    answered();
+    session_.answered();
     if (!c.succeeded) {
-        history_revision_ = 0;  // the history may have moved too: read it again
+        history_.reread();  // the history may have moved too: read it again
         return 0;
     }
     for (const Plan& p : plans)
@@ -327,7 +327,7 @@ size_t Holder::commit_claims(const std::vector<int>& group, size_t from, size_t 
 
 // A claim etcd took: the slot continues above its target, and the value
 // is published (or waits out a previous holder's fence, or the history).
-void Holder::claimed(const Plan& p, const Slot& slot, int64_t revision, size_t together)
+void ShardValues::claimed(const Plan& p, const Slot& slot, int64_t revision, size_t together)
 {
     ShardClaim& e = shard_claims()->entries[p.index];
     if (p.target != 0)
@@ -341,7 +341,7 @@ void Holder::claimed(const Plan& p, const Slot& slot, int64_t revision, size_t t
     set_note(e, "");
     held_keys_.put(p.ckey, p.index, revision);
     if (p.wait > 0) {
-        values_[size_t(p.index)].publish_after_ms = fence_clock_ms() + p.wait;
+        work_[size_t(p.index)].publish_after_ms = fence_clock_ms() + p.wait;
         e.state.store(int(ClaimState::taking_over), std::memory_order_release);
         if (together == 1)
             ereport(LOG, (errmsg("shardid coordinator: %s was not released by its previous holder: waiting %.1f s "

@@ -7,8 +7,9 @@
 
 #include "core/etcd/shard_values.hpp"
 #include "core/text.hpp"
-#include "pg/etcd/worker/holder.hpp"
+#include "pg/etcd/worker/values.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/etcd/shard_claims.hpp"
 #include "pg/state/shared.hpp"
 
@@ -28,11 +29,20 @@ constexpr int64_t listing_page = 1000;
 // latest, which a node claiming the value meanwhile waits out
 // (etcd::takeover_wait_ms()), and which lies below the window it recorded
 // after that renewal (its claim starts above that window).
-void Holder::confirmed_until(int64_t fence_ms)
+void ShardValues::confirmed_until(int64_t fence_ms)
 {
     values_until_ms_ = fence_ms;
     etcd_shared().values_until_ms.store(fence_ms, std::memory_order_release);
     ConditionVariableBroadcast(&etcd_shared().changed);
+}
+
+void ShardValues::lease_granted(const etcd::Header& granted)
+{
+    // Nothing is held under a new lease yet: its keys are all written
+    // after the grant, and re-checked from its revision on.
+    held_keys_.reset(granted.cluster_id, granted.revision);
+    renewal_fence_ms_ = session_.fence_ms();
+    confirmed_until(session_.fence_ms());
 }
 
 // The check itself: this node's ping (the witness's write: a history that
@@ -41,32 +51,32 @@ void Holder::confirmed_until(int64_t fence_ms)
 // etcd compacted that history, or when the watch cannot be read (a message
 // longer than any shardid key explains, a timeout). False (why) when it
 // could not be made: nothing is confirmed.
-bool Holder::recheck(std::string* why, bool* start_over)
+bool ShardValues::recheck(std::string* why, bool* start_over)
 {
     *start_over = false;
     // The ping also confirms the node key held (its window is not always
     // due for a renewal: a floor far ahead keeps it so for a while), and
     // reads the history: a history changed meanwhile is read again before
     // the next claim, and one whose TTL is below what this node knows is
-    // raised (ensure_history()).
+    // raised (PrefixHistory::ensure()).
     etcd::Txn ping;
-    const std::string pkey = etcd::ping_key(prefix_, lease_), hkey = etcd::history_key(prefix_),
-                      nkey = claimed_ >= 0 ? etcd::node_key(prefix_, claimed_) : std::string();
+    const std::string pkey = etcd::ping_key(prefix_, session_.lease()), hkey = etcd::history_key(prefix_),
+                      nkey = node_.claimed() >= 0 ? etcd::node_key(prefix_, node_.claimed()) : std::string();
     std::vector<etcd::Op> reads{{false, hkey, "", ""}};
     if (!nkey.empty())
         reads.push_back({false, nkey, "", ""});
-    if (!txn({}, reads, {}, &ping, why, true)) {
+    if (!session_.txn({}, reads, {}, &ping, why, true)) {
         *why = "could not write \"" + pkey + "\": " + *why;
         return false;
     }
-    answered();
+    session_.answered();
     const etcd::KeyValue* node = nullptr;
     const etcd::KeyValue* history = nullptr;
     for (const etcd::KeyValue& kv : ping.kvs)
         (kv.key == hkey ? history : node) = &kv;
-    saw_history(history);
-    if (!nkey.empty() && (node == nullptr || node->lease != lease_))
-        lose_claim("the key \"" + nkey + "\" is no longer held by lease " + lease_);
+    history_.saw(history);
+    if (!nkey.empty() && (node == nullptr || node->lease != session_.lease()))
+        events_.lose_claim("the key \"" + nkey + "\" is no longer held by lease " + session_.lease());
     if (!held_keys_.begin(ping.header.cluster_id, ping.header.revision, why)) {
         // Not the etcd this lease's keys were written to (replaced, or
         // restored from an older snapshot): nothing of it can be confirmed.
@@ -86,17 +96,17 @@ bool Holder::recheck(std::string* why, bool* start_over)
     const int64_t from = held_keys_.checked() + 1;
     std::string watch_why;
     bool checked = true;
-    const bool watched = client_.watch(etcd::encode_watch(etcd::watched_key(prefix_), etcd::watched_end(prefix_), from),
-                                       sink, &watch_why);
+    const bool watched = session_.client().watch(
+        etcd::encode_watch(etcd::watched_key(prefix_), etcd::watched_end(prefix_), from), sink, &watch_why);
     if (watched && !compacted) {
-        answered();
+        session_.answered();
         watch_failed_ = false;
     } else {
         // etcd no longer has the changes since the last check, or the watch
         // could not be read: list every key of the range, keys only, in
         // pages at one revision, and compare. What the watch judged before
         // it failed stands (values it found lost are stopped below).
-        const bool transport = !watched && client_.last_failure() == etcd::Failure::transport;
+        const bool transport = !watched && session_.client().last_failure() == etcd::Failure::transport;
         int64_t foreign = 0;
         std::string example;
         if (!list_held(&lost, &foreign, &example, why)) {
@@ -138,7 +148,7 @@ bool Holder::recheck(std::string* why, bool* start_over)
             continue;
         const Slot& slot = shared->slots[claim_slot(key)];
         const std::string ckey = etcd::shard_key(prefix_, etcd::space_name(slot.shape), claim_value(key));
-        stop_value(i, "the key \"" + ckey + "\" is no longer held by lease " + lease_ +
+        stop_value(i, "the key \"" + ckey + "\" is no longer held by lease " + session_.lease() +
                           " (deleted or rewritten by hand, or with the prefix): IDs with " +
                           describe(slot, claim_value(key)) + " stopped");
     }
@@ -150,27 +160,27 @@ bool Holder::recheck(std::string* why, bool* start_over)
 // (etcd::HeldKeys::full()), and the keys shardid never writes counted
 // (*foreign, the first in *example). False (why) when it cannot be made,
 // or etcd listed a revision before one checked already.
-bool Holder::list_held(std::vector<int>* lost, int64_t* foreign, std::string* example, std::string* why)
+bool ShardValues::list_held(std::vector<int>* lost, int64_t* foreign, std::string* example, std::string* why)
 {
     std::vector<etcd::KeyValue> mine;
     std::string from = etcd::watched_key(prefix_);
     int64_t at = 0;
     for (;;) {
         etcd::RangePage page;
-        if (!client_.range_page(etcd::encode_range_page(from, etcd::watched_end(prefix_), listing_page, at, true),
-                                &page, why))
+        if (!session_.client().range_page(
+                etcd::encode_range_page(from, etcd::watched_end(prefix_), listing_page, at, true), &page, why))
             return false;
-        if (!observe(page.header)) {
+        if (!session_.observe(page.header)) {
             *why = "etcd's history went back";
             return false;
         }
-        answered();
+        session_.answered();
         if (at == 0)
             at = page.header.revision;
         for (etcd::KeyValue& kv : page.kvs) {
             if (!etcd::shardid_key(prefix_, kv.key) && (*foreign)++ == 0)
                 *example = kv.key;
-            if (kv.lease == lease_)
+            if (kv.lease == session_.lease())
                 mine.push_back(kv);
         }
         if (!page.more || page.kvs.empty())
@@ -182,7 +192,7 @@ bool Holder::list_held(std::vector<int>* lost, int64_t* foreign, std::string* ex
                ", before revision " + std::to_string(held_keys_.checked()) + " checked already";
         return false;
     }
-    held_keys_.full(mine, lease_, at, lost);
+    held_keys_.full(mine, session_.lease(), at, lost);
     return true;
 }
 
@@ -196,7 +206,7 @@ bool Holder::list_held(std::vector<int>* lost, int64_t* foreign, std::string* ex
 // and last_error says why, before generators fail; never a log line while
 // IDs go on. Then the keys this node no longer uses are deleted, and values
 // other nodes want back as their own ids are given back.
-void Holder::confirm_values()
+void ShardValues::confirm()
 {
     if (shard_claims() == nullptr)
         return;
@@ -213,13 +223,13 @@ void Holder::confirm_values()
         // Nothing is confirmed.
         const std::string what = "the shard values this node holds could not be re-confirmed (they stop at the "
                                  "fence of the last renewal confirmed)";
-        if (!history_failure_)
-            error(Condition::unconfirmed, what + ": " + why);
+        if (!session_.history_failed())
+            session_.error(Condition::unconfirmed, what + ": " + why);
         if (start_over)
-            went_back(why);  // its keys are not in this etcd: a new history
+            events_.went_back(why);  // its keys are not in this etcd: a new history
         return;
     }
-    ended(Condition::unconfirmed);
+    session_.ended(Condition::unconfirmed);
     confirmed_until(renewal_fence_ms_);
     forget_unused_keys();
     give_way();
@@ -229,7 +239,7 @@ void Holder::confirm_values()
 // up at a fence, then forgotten after an etcd outage the lease outlived)
 // is deleted: no other node waits for a value nobody uses. Its mark stays
 // unreleased, so the next holder still waits for this node's window.
-void Holder::forget_unused_keys()
+void ShardValues::forget_unused_keys()
 {
     ShardClaims* t = shard_claims();
     std::vector<std::string> unused;
@@ -249,16 +259,17 @@ void Holder::forget_unused_keys()
     for (const std::string& k : unused) {
         etcd::Txn d;
         std::string why;
-        if (!txn({{etcd::Compare::Target::lease, k, 0, lease_}}, {{false, k, "", "", true}}, {}, &d, &why)) {
-            failed("could not delete \"" + k + "\", a claim this node no longer uses", why);
+        if (!session_.txn({{etcd::Compare::Target::lease, k, 0, session_.lease()}}, {{false, k, "", "", true}}, {}, &d,
+                          &why)) {
+            session_.failed("could not delete \"" + k + "\", a claim this node no longer uses", why);
             return;
         }
-        answered();
+        session_.answered();
         held_keys_.erase(k);
         if (d.succeeded)
             ereport(LOG, (errmsg("shardid coordinator: deleted \"%s\": a claim of lease %s whose value this node no "
                                  "longer uses",
-                                 k.c_str(), lease_.c_str())));
+                                 k.c_str(), session_.lease().c_str())));
     }
 }
 
@@ -267,7 +278,7 @@ void Holder::forget_unused_keys()
 // defaults need the value) is given back. One read of those keys per
 // renewal, only while explicit values are held: what it returns grows with
 // the values wanted back, not with those held.
-void Holder::give_way()
+void ShardValues::give_way()
 {
     ShardClaims* t = shard_claims();
     bool any = false;
@@ -279,13 +290,13 @@ void Holder::give_way()
         return;
     std::vector<etcd::KeyValue> kvs;
     std::string why;
-    if (!client_.range(prefix_ + "/shardwant/", etcd::prefix_end(prefix_ + "/shardwant"), &kvs, &why)) {
-        failed("could not list the shard values other nodes want back", why);
+    if (!session_.client().range(prefix_ + "/shardwant/", etcd::prefix_end(prefix_ + "/shardwant"), &kvs, &why)) {
+        session_.failed("could not list the shard values other nodes want back", why);
         return;
     }
-    answered();
+    session_.answered();
     for (const etcd::KeyValue& kv : kvs) {
-        if (kv.lease == lease_)
+        if (kv.lease == session_.lease())
             continue;
         // shardwant/S/V names the claim shard/S/V.
         const std::string ckey = prefix_ + "/shard/" + kv.key.substr(std::min(kv.key.size(), prefix_.size() + 11));
@@ -306,7 +317,7 @@ void Holder::give_way()
 
 // A value whose key is no longer this node's: no ID with it from here on
 // (its generators wait, and it is claimed again if nobody else has).
-void Holder::stop_value(int i, const std::string& note)
+void ShardValues::stop_value(int i, const std::string& note)
 {
     ShardClaim& e = shard_claims()->entries[i];
     e.state.store(int(ClaimState::wanted), std::memory_order_seq_cst);
@@ -317,7 +328,7 @@ void Holder::stop_value(int i, const std::string& note)
         const Slot& slot = shared->slots[claim_slot(key)];
         held_keys_.erase(etcd::shard_key(prefix_, etcd::space_name(slot.shape), claim_value(key)));
     }
-    error(Condition::corrupt_key, note);
+    session_.error(Condition::corrupt_key, note);
     ereport(WARNING, (errmsg("shardid coordinator: %s", note.c_str())));
 }
 
@@ -325,10 +336,11 @@ void Holder::stop_value(int i, const std::string& note)
 // their generators reach, before they reach them, and as far as the fence
 // (etcd::bound_due()), only under this node's claim: a key no longer this
 // lease's stops the value. One transaction for up to batch_max_ values.
-void Holder::move_bounds(std::vector<int>& due)
+void ShardValues::move_bounds(std::vector<int>& due)
 {
     ShardClaims* t = shard_claims();
-    const int64_t now = wall_clock().now_ms(), reach = now + std::max<int64_t>(fence_ms_ - fence_clock_ms(), 0);
+    const int64_t now = wall_clock().now_ms(),
+                  reach = now + std::max<int64_t>(session_.fence_ms() - fence_clock_ms(), 0);
     struct Move {
         int i;
         uint64_t next;
@@ -342,11 +354,11 @@ void Holder::move_bounds(std::vector<int>& due)
     const auto commit = [&](const std::vector<etcd::Compare>& cmp, const std::vector<etcd::Op>& ops, bool* succeeded) {
         etcd::Txn r;
         std::string why;
-        if (!txn(cmp, ops, {}, &r, &why)) {
-            failed("could not move the bounds of " + std::to_string(ops.size()) + " shard values", why);
+        if (!session_.txn(cmp, ops, {}, &r, &why)) {
+            session_.failed("could not move the bounds of " + std::to_string(ops.size()) + " shard values", why);
             return false;
         }
-        answered();
+        session_.answered();
         *succeeded = r.succeeded;
         return true;
     };
@@ -357,7 +369,7 @@ void Holder::move_bounds(std::vector<int>& due)
         }
         const ShardClaim& e = t->entries[m.i];
         const Slot& slot = shared->slots[claim_slot(e.key.load())];
-        stop_value(m.i, "the key \"" + m.ckey + "\" is no longer held by lease " + lease_ +
+        stop_value(m.i, "the key \"" + m.ckey + "\" is no longer held by lease " + session_.lease() +
                             " (deleted or rewritten by hand): IDs with " + describe(slot, claim_value(e.key.load())) +
                             " stopped");
     };
@@ -398,7 +410,7 @@ void Holder::move_bounds(std::vector<int>& due)
             continue;
         const std::string ckey = etcd::shard_key(prefix_, etcd::space_name(slot.shape), claim_value(key));
         moves.push_back({i, next, ckey});
-        compare.push_back({etcd::Compare::Target::lease, ckey, 0, lease_});
+        compare.push_back({etcd::Compare::Target::lease, ckey, 0, session_.lease()});
         puts.push_back(puts_for(i, next));
         if (moves.size() >= batch_max_ && !send())
             return;
@@ -407,7 +419,7 @@ void Holder::move_bounds(std::vector<int>& due)
 }
 
 // The put of value i's mark with a new bound.
-etcd::Op Holder::puts_for(int i, uint64_t next)
+etcd::Op ShardValues::puts_for(int i, uint64_t next)
 {
     const ShardClaim& e = shard_claims()->entries[i];
     const uint64_t key = e.key.load();
@@ -415,7 +427,7 @@ etcd::Op Holder::puts_for(int i, uint64_t next)
     const Layout layout = slot.shape.layout(slot.name);
     const int64_t floor =
         std::max({e.floor_ms.load(), slot_last_ms(slot), layout.ms_of_tick(int64_t(layout.packed_tick(next)))});
-    const etcd::ShardMark mark{floor, claim_token_, claimed_, false, e.raised.load(), next};
+    const etcd::ShardMark mark{floor, node_.claim_token(), node_.claimed(), false, e.raised.load(), next};
     return {true, etcd::shard_mark_key(prefix_, etcd::space_name(slot.shape), claim_value(key)),
             etcd::shard_mark_value(mark), ""};
 }

@@ -9,8 +9,9 @@
 #include "core/etcd/continuity.hpp"
 #include "core/etcd/shard_values.hpp"
 #include "core/text.hpp"
-#include "pg/etcd/worker/holder.hpp"
+#include "pg/etcd/worker/values.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/etcd/shard_claims.hpp"
 #include "pg/state/shared.hpp"
 
@@ -19,8 +20,8 @@ namespace shardid::pg {
 // One value's claim decided from what etcd holds of it, above every ID a
 // previous holder issued with it; false when it is not claimed now (held
 // elsewhere, refused, ahead of the clock: its state and note say so).
-bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retired, int64_t now, int64_t reach,
-                          const NodeMarkFn& node_mark, Plan* p)
+bool ShardValues::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retired, int64_t now, int64_t reach,
+                               const NodeMarkFn& node_mark, Plan* p)
 {
     ShardClaim& e = shard_claims()->entries[i];
     const uint64_t key = e.key.load();
@@ -36,7 +37,7 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     // node holds as an explicit shard) says so under its lease
     // (shardwant/S/V): the holder gives it back, and no node takes it as an
     // explicit shard meanwhile (every claim compares the key too).
-    const bool own_want = e.own_id.load() && value == claimed_;
+    const bool own_want = e.own_id.load() && value == node_.claimed();
     std::string why;
     const auto to_state = [&](ClaimState s, const char* verb, const std::string& note) {
         if (e.state.load() != int(s))
@@ -46,7 +47,7 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
         return false;
     };
     const auto refuse = [&](const std::string& note) { return to_state(ClaimState::refused, "is not used", note); };
-    if (v.has_want && v.want.lease != lease_ && !v.has_holder)
+    if (v.has_want && v.want.lease != session_.lease() && !v.has_holder)
         return to_state(ClaimState::busy, "is reserved",
                         "The node at " + etcd::describe_holder(v.want.value) + " (node id " + std::to_string(value) +
                             ", whose own value it is)");
@@ -58,25 +59,21 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     if (v.has_mark && !etcd::parse_shard_mark(v.mark.value, INT_MAX, &m))
         return refuse("the key \"" + mkey + "\" holds \"" + printable(v.mark.value, 60) +
                       "\", which is not a mark shardid writes; remove it once no node issues this shard");
-    const auto confirmed = [&](uint64_t token) {
-        return token != 0 &&
-               std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) != confirmed_tokens_.end();
-    };
-    if (v.has_holder && v.holder.lease != lease_) {
+    if (v.has_holder && v.holder.lease != session_.lease()) {
         // Another node's (or a key edited by hand: it never expires).
         if (v.holder.lease.empty())
             return refuse("the key \"" + ckey +
                           "\" has no lease, and shardid writes claims only under one; remove it once no node "
                           "issues this shard");
-        if (own_want && !(v.has_want && v.want.lease == lease_)) {
+        if (own_want && !(v.has_want && v.want.lease == session_.lease())) {
             // This node's own id, held by another node as an explicit
             // shard: ask for it back.
             etcd::Txn w;
-            if (!txn({}, {{true, wkey, etcd::holder_value(this_node()), lease_}}, {}, &w, &why)) {
-                failed("could not ask for " + what + " back", why);
+            if (!session_.txn({}, {{true, wkey, etcd::holder_value(this_node()), session_.lease()}}, {}, &w, &why)) {
+                session_.failed("could not ask for " + what + " back", why);
                 return false;
             }
-            answered();
+            session_.answered();
         }
         return to_state(
             ClaimState::busy, "is held by another node",
@@ -98,11 +95,11 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
                       "\", whose bound lies beyond its floor or in a layout that keeps none: not a mark shardid "
                       "writes");
     std::string implausible;
-    if (v.has_mark && !etcd::mark_plausible(m.floor_ms, now, max_clock_lead_ms, lease_ttl_ms_, &implausible))
+    if (v.has_mark && !etcd::mark_plausible(m.floor_ms, now, max_clock_lead_ms, session_.lease_ttl_ms(), &implausible))
         return refuse("the key \"" + mkey + "\" holds a mark no holder could have written: " + implausible);
     if (!v.has_mark && retired_word != 0 &&
         !etcd::mark_plausible(layout.ms_of_tick(int64_t(layout.packed_tick(retired_word))), now, max_clock_lead_ms,
-                              lease_ttl_ms_, &implausible))
+                              session_.lease_ttl_ms(), &implausible))
         return refuse("the key \"" + rkey + "\" holds a word no holder could have written: " + implausible);
     // What the slot must continue above, as the layout's word (0: nothing):
     // every ID any previous holder issued with the value lies below it. The
@@ -115,8 +112,8 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
     // went back, or after the key was deleted by hand): etcd may hold it as
     // it was before its holders' later IDs (a restored snapshot), so it
     // bounds nothing alone, and is nobody's own.
-    const bool stale = v.has_mark && etcd::before_history(v.mark.mod_revision, history_created_);
-    if ((!v.has_mark || stale) && settling_now_) {
+    const bool stale = v.has_mark && etcd::before_history(v.mark.mod_revision, history_.created());
+    if ((!v.has_mark || stale) && history_.settling()) {
         // etcd forgot its mark, or rolled it back, maybe: not claimed until
         // the history settled, by when every node that issued with it under
         // what etcd forgot has stopped and published its layout's word in
@@ -133,7 +130,7 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
         // tick in which etcd's history settled (a previous holder under what
         // etcd forgot may have used any sequence of it: etcd::History).
         target = retired_word;
-        const int64_t tick = history_.settled_ms > 0 ? layout.tick_of(history_.settled_ms) : -1;
+        const int64_t tick = history_.settled_ms() > 0 ? layout.tick_of(history_.settled_ms()) : -1;
         if (tick >= 0 && etcd::keeps_bound(slot.shape))
             target = std::max(
                 target, layout.pack(std::min<uint64_t>(uint64_t(tick), layout.time_max()), layout.sequence_max()));
@@ -163,7 +160,7 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
                 }
             }
         }
-    } else if (confirmed(m.token)) {
+    } else if (node_.confirmed(m.token)) {
         target = m.word;
         floor = m.floor_ms;
     } else if (!m.released && m.bound != 0) {
@@ -174,10 +171,10 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
         target = std::max(m.word, m.bound);
     } else {
         int64_t node_mark_ms = -1;
-        if (!m.released && m.holder == claimed_) {
+        if (!m.released && m.holder == node_.claimed()) {
             // Under the id this node holds: its claim raised every slot above
             // the id's mark and waited out the previous holder's fence.
-            node_mark_ms = floor_ms_;
+            node_mark_ms = node_.floor_ms();
         } else if (!m.released) {
             // Its holder did not release it: its node mark bounds its IDs.
             etcd::Mark nm;
@@ -190,8 +187,8 @@ bool Holder::decide_claim(int i, const ValueRead& v, const etcd::KeyValue* retir
             if (nm.end_ms >= 0) {
                 node_mark_ms = nm.end_ms;
                 const bool own_node =
-                    confirmed(nm.token) || (nm.released && nm.token != 0 && nm.token == restart_token_);
-                wait = etcd::takeover_wait_ms(true, nm, own_node, lease_ttl_ms_);
+                    node_.confirmed(nm.token) || (nm.released && nm.token != 0 && nm.token == node_.restart_token());
+                wait = etcd::takeover_wait_ms(true, nm, own_node, session_.lease_ttl_ms());
             }
         }
         if (!etcd::shard_floor(m, node_mark_ms, &floor))

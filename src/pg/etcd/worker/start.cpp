@@ -7,9 +7,10 @@
 // rules (fencing, marks, counters) are src/core/etcd/rules.hpp.
 //
 // This file registers and starts it and checks its settings; the holder's
-// loop and steps are src/pg/etcd/worker/holder.cpp, its reports (state,
-// counters, log lines) src/pg/etcd/worker/report.cpp: calls go one way,
-// worker -> holder -> reports.
+// loop is src/pg/etcd/worker/holder.hpp, which runs the worker's jobs
+// (session, history, counters, node id, shard values): calls go one way,
+// worker -> holder -> jobs -> session; what a job learns that all must hear
+// of goes back to the holder through one interface (HolderEvents).
 //
 // It runs without a database connection; every C++ object it uses lives in
 // Holder::run(), which never raises an ERROR (in a background worker

@@ -11,8 +11,9 @@
 #include "core/etcd/shard_values.hpp"
 #include "core/text.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/base/shard_declaration.hpp"
-#include "pg/etcd/worker/holder.hpp"
+#include "pg/etcd/worker/values.hpp"
 #include "pg/etcd/shard_claims.hpp"
 #include "pg/state/shared.hpp"
 
@@ -81,13 +82,13 @@ std::string describe(const Slot& slot, int64_t value)
 // batches), publishes values whose wait is over, gives back idle ones and
 // those asked for, and moves coarse layouts' bounds, within a budget (the
 // lease's renewal comes first; the rest is done next round).
-void Holder::serve_values()
+void ShardValues::serve()
 {
     ShardClaims* t = shard_claims();
-    if (t == nullptr || taking_over_)
+    if (t == nullptr || node_.taking_over())
         return;
-    if (values_.size() != size_t(t->size))
-        values_.assign(size_t(t->size), ValueWork{});
+    if (work_.size() != size_t(t->size))
+        work_.assign(size_t(t->size), ValueWork{});
     declare_values();
     const int64_t start = fence_clock_ms();
     const int64_t forgotten_ms = int64_t(etcd_wait_ms) + 1000;
@@ -105,12 +106,12 @@ void Holder::serve_values()
         e.state.store(int(ClaimState::undeclared), std::memory_order_release);
         ConditionVariableBroadcast(&etcd_shared().changed);
     };
-    for (int i = 0; i < t->size && held_ >= 0; i++) {
+    for (int i = 0; i < t->size && node_.held() >= 0; i++) {
         ShardClaim& e = t->entries[i];
         const uint64_t key = e.key.load(std::memory_order_acquire);
         if (key == 0)
             continue;
-        ValueWork& w = values_[size_t(i)];
+        ValueWork& w = work_[size_t(i)];
         const int64_t now = fence_clock_ms();
         const bool in_budget = now - start < serve_budget_ms;
         // A value shardid.shards declares is kept (and asked for) while it
@@ -179,11 +180,11 @@ void Holder::serve_values()
             break;
         }
     }
-    if (held_ >= 0 && !bounds.empty())
+    if (node_.held() >= 0 && !bounds.empty())
         move_bounds(bounds);
-    if (held_ >= 0 && !undeclared.empty())
+    if (node_.held() >= 0 && !undeclared.empty())
         release_batch(undeclared);
-    if (held_ >= 0 && !to_claim.empty())
+    if (node_.held() >= 0 && !to_claim.empty())
         claim_values(to_claim);
 }
 
@@ -198,8 +199,8 @@ void Holder::serve_values()
 // and from every round): values held no longer declared stop at once, in
 // every backend, running statements included (their next ID sees the new
 // generation and the entry refused), and go back cleanly in etcd
-// (serve_values()); those still declared stay.
-void Holder::redeclare()
+// (serve()); those still declared stay.
+void ShardValues::redeclare()
 {
     ShardClaims* t = shard_claims();
     if (t == nullptr)
@@ -239,7 +240,7 @@ void Holder::redeclare()
     }
 }
 
-void Holder::declare_values()
+void ShardValues::declare_values()
 {
     ShardClaims* t = shard_claims();
     redeclare();
@@ -278,7 +279,7 @@ void Holder::declare_values()
     }
 }
 
-bool Holder::release_shard(int i, bool retire)
+bool ShardValues::release_shard(int i, bool retire)
 {
     ShardClaim& e = shard_claims()->entries[i];
     const uint64_t key = e.key.load();
@@ -294,7 +295,8 @@ bool Holder::release_shard(int i, bool retire)
     const std::string space = etcd::space_name(slot.shape);
     const std::string ckey = etcd::shard_key(prefix_, space, value), mkey = etcd::shard_mark_key(prefix_, space, value);
     const uint64_t word = slot.state.last.load(std::memory_order_seq_cst);
-    const etcd::ShardMark last{std::max(e.floor_ms.load(), slot_last_ms(slot)), claim_token_, claimed_, true, word};
+    const etcd::ShardMark last{std::max(e.floor_ms.load(), slot_last_ms(slot)), node_.claim_token(), node_.claimed(),
+                               true, word};
     std::string why;
     etcd::Txn t;
     // Given back for idleness: the mark is deleted and its word folded into
@@ -304,22 +306,22 @@ bool Holder::release_shard(int i, bool retire)
         const std::string rkey = etcd::shard_retired_key(prefix_, space);
         std::vector<etcd::KeyValue> kvs;
         uint64_t retired = 0;
-        if (!client_.range(rkey, "", &kvs, &why)) {
-            failed("could not read \"" + rkey + "\"", why);
+        if (!session_.client().range(rkey, "", &kvs, &why)) {
+            session_.failed("could not read \"" + rkey + "\"", why);
             return false;
         }
-        answered();
+        session_.answered();
         if (kvs.empty() || etcd::parse_retired(kvs[0].value, &retired)) {
-            if (!txn({{etcd::Compare::Target::lease, ckey, 0, lease_},
-                      {etcd::Compare::Target::mod, rkey, kvs.empty() ? 0 : kvs[0].mod_revision, ""}},
-                     {{true, rkey, std::to_string(std::max(retired, word)), ""},
-                      {false, mkey, "", "", true},
-                      {false, ckey, "", "", true}},
-                     {}, &t, &why)) {
-                failed("could not release " + describe(slot, value), why);
+            if (!session_.txn({{etcd::Compare::Target::lease, ckey, 0, session_.lease()},
+                               {etcd::Compare::Target::mod, rkey, kvs.empty() ? 0 : kvs[0].mod_revision, ""}},
+                              {{true, rkey, std::to_string(std::max(retired, word)), ""},
+                               {false, mkey, "", "", true},
+                               {false, ckey, "", "", true}},
+                              {}, &t, &why)) {
+                session_.failed("could not release " + describe(slot, value), why);
                 return false;
             }
-            answered();
+            session_.answered();
             if (t.succeeded) {
                 held_keys_.erase(ckey);
                 free_entry(e);
@@ -328,12 +330,12 @@ bool Holder::release_shard(int i, bool retire)
             }
         }
     }
-    if (!txn({{etcd::Compare::Target::lease, ckey, 0, lease_}},
-             {{true, mkey, etcd::shard_mark_value(last), ""}, {false, ckey, "", "", true}}, {}, &t, &why)) {
-        failed("could not release " + describe(slot, value), why);
+    if (!session_.txn({{etcd::Compare::Target::lease, ckey, 0, session_.lease()}},
+                      {{true, mkey, etcd::shard_mark_value(last), ""}, {false, ckey, "", "", true}}, {}, &t, &why)) {
+        session_.failed("could not release " + describe(slot, value), why);
         return false;
     }
-    answered();
+    session_.answered();
     held_keys_.erase(ckey);
     free_entry(e);
     ConditionVariableBroadcast(&etcd_shared().changed);
@@ -344,10 +346,10 @@ bool Holder::release_shard(int i, bool retire)
 // node): each given back cleanly, its mark released with its layout's word
 // (the next holder continues above it, in the same tick), up to
 // batch_max_ in one transaction; one no longer this lease's goes alone.
-void Holder::release_batch(const std::vector<int>& batch)
+void ShardValues::release_batch(const std::vector<int>& batch)
 {
     ShardClaims* t = shard_claims();
-    for (size_t at = 0; at < batch.size() && held_ >= 0; at += batch_max_) {
+    for (size_t at = 0; at < batch.size() && node_.held() >= 0; at += batch_max_) {
         const size_t n = std::min(batch_max_, batch.size() - at);
         std::vector<etcd::Compare> compare;
         std::vector<etcd::Op> ops;
@@ -362,9 +364,9 @@ void Holder::release_batch(const std::vector<int>& batch)
             std::atomic_thread_fence(std::memory_order_seq_cst);
             const std::string space = etcd::space_name(slot.shape);
             const std::string ckey = etcd::shard_key(prefix_, space, claim_value(key));
-            const etcd::ShardMark last{std::max(e.floor_ms.load(), slot_last_ms(slot)), claim_token_, claimed_, true,
-                                       slot.state.last.load(std::memory_order_seq_cst)};
-            compare.push_back({etcd::Compare::Target::lease, ckey, 0, lease_});
+            const etcd::ShardMark last{std::max(e.floor_ms.load(), slot_last_ms(slot)), node_.claim_token(),
+                                       node_.claimed(), true, slot.state.last.load(std::memory_order_seq_cst)};
+            compare.push_back({etcd::Compare::Target::lease, ckey, 0, session_.lease()});
             ops.push_back(
                 {true, etcd::shard_mark_key(prefix_, space, claim_value(key)), etcd::shard_mark_value(last), ""});
             ops.push_back({false, ckey, "", "", true});
@@ -372,11 +374,11 @@ void Holder::release_batch(const std::vector<int>& batch)
         }
         etcd::Txn r;
         std::string why;
-        if (!txn(compare, ops, {}, &r, &why)) {
-            failed("could not give back " + std::to_string(n) + " shard values no longer declared", why);
+        if (!session_.txn(compare, ops, {}, &r, &why)) {
+            session_.failed("could not give back " + std::to_string(n) + " shard values no longer declared", why);
             return;  // each stays releasing: given back one by one next round
         }
-        answered();
+        session_.answered();
         for (size_t k = at; k < at + n; k++) {
             if (r.succeeded) {
                 held_keys_.erase(keys[k - at]);
@@ -389,7 +391,7 @@ void Holder::release_batch(const std::vector<int>& batch)
     }
 }
 
-void Holder::lose_values()
+void ShardValues::lose()
 {
     ShardClaims* t = shard_claims();
     if (t == nullptr)

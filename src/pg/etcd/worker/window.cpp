@@ -1,12 +1,13 @@
 // The window of the node id held (docs/coordination.md, "What is
 // guaranteed"): recorded in etcd under the claim, moved after each renewal
 // and as generators need, lowered to what was issued at a clean release
-// (the holder's other steps: src/pg/etcd/worker/holder.cpp).
+// (the claim itself: src/pg/etcd/worker/node_claim.cpp).
 #include <algorithm>
 #include <string>
 
-#include "pg/etcd/worker/holder.hpp"
+#include "pg/etcd/worker/node_claim.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/state/shared.hpp"
 
 namespace shardid::pg {
@@ -14,19 +15,20 @@ namespace shardid::pg {
 // Records `end` as the window's end of `id` in etcd, only while this
 // node's lease holds the id; false (and the claim given up, when the lease
 // no longer holds it) otherwise.
-bool Holder::record_window(int id, int64_t end, uint64_t token, bool released)
+bool NodeIdClaim::record_window(int id, int64_t end, uint64_t token, bool released)
 {
     const std::string node = etcd::node_key(prefix_, id), mark = etcd::mark_key(prefix_, id);
     std::string why;
     etcd::Txn t;
-    const std::string value = etcd::mark_value({end, token, lease_ttl_ms_, released});
-    if (!txn({{etcd::Compare::Target::lease, node, 0, lease_}}, {{true, mark, value, ""}}, {}, &t, &why)) {
-        failed("could not record the window of node id " + std::to_string(id), why);
+    const std::string value = etcd::mark_value({end, token, session_.lease_ttl_ms(), released});
+    if (!session_.txn({{etcd::Compare::Target::lease, node, 0, session_.lease()}}, {{true, mark, value, ""}}, {}, &t,
+                      &why)) {
+        session_.failed("could not record the window of node id " + std::to_string(id), why);
         return false;
     }
-    answered();
+    session_.answered();
     if (!t.succeeded) {
-        lose_claim("the key \"" + node + "\" is no longer held by lease " + lease_);
+        events_.lose_claim("the key \"" + node + "\" is no longer held by lease " + session_.lease());
         return false;
     }
     if (!released && std::find(confirmed_tokens_.begin(), confirmed_tokens_.end(), token) == confirmed_tokens_.end()) {
@@ -37,15 +39,15 @@ bool Holder::record_window(int id, int64_t end, uint64_t token, bool released)
     return true;
 }
 
-void Holder::renew_window()
+void NodeIdClaim::renew_window()
 {
     EtcdShared& c = etcd_shared();
     const int64_t need = c.need_ms.load();
     const int64_t now = wall_clock().now_ms();
-    const int64_t fence_left = fence_ms_ - fence_clock_ms();
+    const int64_t fence_left = session_.fence_ms() - fence_clock_ms();
     if (!etcd::window_due(now, fence_left, recorded_ms_, need))
         return;
-    const int64_t end = etcd::window_target(now, fence_left, lease_ttl_ms_, need, floor_ms_, recorded_ms_);
+    const int64_t end = etcd::window_target(now, fence_left, session_.lease_ttl_ms(), need, floor_ms_, recorded_ms_);
     if (!record_window(held_, end, claim_token_))
         return;
     recorded_ms_ = end;
@@ -57,19 +59,19 @@ void Holder::renew_window()
     ConditionVariableBroadcast(&c.changed);
 }
 
-void Holder::release()
+void NodeIdClaim::release()
 {
     EtcdShared& c = etcd_shared();
     const bool was_held = held_ >= 0;
     c.held.store(-1, std::memory_order_release);
     c.generation.fetch_add(1, std::memory_order_seq_cst);
-    if (lease_.empty())
+    if (session_.lease().empty())
         return;
     // Courtesies, not needed for safety: a shutdown waits for them at most
     // etcd::release_budget_ms, whatever the endpoints do.
-    client_.set_abortable(false);
-    client_.set_budget_ms(etcd::release_budget_ms);
-    client_.set_timeout_ms(std::min(etcd::release_timeout_ms, client_.timeout_ms()));
+    session_.client().set_abortable(false);
+    session_.client().set_budget_ms(etcd::release_budget_ms);
+    session_.client().set_timeout_ms(std::min(etcd::release_timeout_ms, session_.client().timeout_ms()));
     std::string why;
     if (was_held) {
         // A clean stop lowers the mark to what was issued (never below the
@@ -93,8 +95,9 @@ void Holder::release()
     }
     // Revoking deletes the node key at once: the id is free for another
     // node, which starts above the mark this one recorded.
-    if (!client_.revoke(lease_, &why))
-        ereport(LOG, (errmsg("shardid coordinator: could not revoke lease %s: %s", lease_.c_str(), why.c_str())));
+    if (!session_.client().revoke(session_.lease(), &why))
+        ereport(LOG,
+                (errmsg("shardid coordinator: could not revoke lease %s: %s", session_.lease().c_str(), why.c_str())));
     else if (claimed_ >= 0)
         ereport(LOG, (errmsg("shardid coordinator: released node id %d", claimed_)));
 }

@@ -1,5 +1,5 @@
 // The holder's counters and the cluster's call-number key
-// (src/pg/etcd/worker/holder.hpp): counter values taken in etcd for backends, counters
+// (src/pg/etcd/worker/cluster_counters.hpp): counter values taken in etcd for backends, counters
 // raised to this node's floors at each claim, and the call-number key read
 // and recorded for backends. The rules, and what a counter may hold:
 // src/core/etcd/rules.hpp (counter_next()).
@@ -7,8 +7,9 @@
 #include <string>
 
 #include "core/text.hpp"
-#include "pg/etcd/worker/holder.hpp"
+#include "pg/etcd/worker/cluster_counters.hpp"
 #include "pg/base/settings.hpp"
+#include "pg/etcd/shared.hpp"
 #include "pg/state/shared.hpp"
 
 namespace shardid::pg {
@@ -90,7 +91,7 @@ static CounterTxn counter_txn(const std::string& key, const CounterKey& k, int64
 // cluster_call_key()): recorded first when a superuser asked to
 // (shardid_set_call_number_key(); "0" when cleared), then read, every time:
 // a superuser may change it at any time on any node.
-void Holder::serve_call_key()
+void ClusterCounters::serve_call_key()
 {
     EtcdShared& c = etcd_shared();
     const uint64_t asked = c.call_key_asked.load();
@@ -101,27 +102,28 @@ void Holder::serve_call_key()
     const int64_t set = c.call_key_set.exchange(0);
     if (set != 0) {
         etcd::Txn t;
-        if (!txn({}, {{true, key, std::to_string(set > 0 ? set : 0), ""}}, {}, &t, &why)) {
+        if (!session_.txn({}, {{true, key, std::to_string(set > 0 ? set : 0), ""}}, {}, &t, &why)) {
             int64_t none = 0;
             c.call_key_set.compare_exchange_strong(none, set);  // again next round
-            failed("could not record the call-number key in \"" + key + "\"", why);
+            session_.failed("could not record the call-number key in \"" + key + "\"", why);
             return;
         }
-        answered();
+        session_.answered();
         ereport(LOG, (errmsg("shardid coordinator: %s the cluster's call-number key in \"%s\"",
                              set > 0 ? "recorded" : "cleared", key.c_str())));
     }
     std::vector<etcd::KeyValue> kvs;
-    if (!client_.range(key, "", &kvs, &why)) {
-        failed("could not read \"" + key + "\"", why);
+    if (!session_.client().range(key, "", &kvs, &why)) {
+        session_.failed("could not read \"" + key + "\"", why);
         return;
     }
-    answered();
+    session_.answered();
     int64_t value = 0;
     if (!kvs.empty() && !etcd::parse_count(kvs[0].value, &value)) {
-        error(Condition::corrupt_key, "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) +
-                                          "\", which is not a fingerprint: no call-number run is taken until it "
-                                          "is fixed (shardid_set_call_number_key() writes it again)");
+        session_.error(Condition::corrupt_key,
+                       "the key \"" + key + "\" holds \"" + printable(kvs[0].value, 40) +
+                           "\", which is not a fingerprint: no call-number run is taken until it "
+                           "is fixed (shardid_set_call_number_key() writes it again)");
         return;
     }
     c.call_key_cluster.store(value, std::memory_order_release);
@@ -132,18 +134,18 @@ void Holder::serve_call_key()
 // The key of counter field k, read into *key and *out; false when it
 // cannot be read, reported, and a value shardid never writes reported as a
 // key edited by hand, with `until` said of it.
-bool Holder::counter_key_value(int k, const std::string& until, std::string* key, CounterKey* out, bool* corrupt)
+bool ClusterCounters::key_value(int k, const std::string& until, std::string* key, CounterKey* out, bool* corrupt)
 {
     std::string why;
     *key = etcd::counter_key(prefix_, node_state_fields[k].keyword);
-    if (read_counter(client_, *key, out, &why, corrupt)) {
-        answered();
+    if (read_counter(session_.client(), *key, out, &why, corrupt)) {
+        session_.answered();
         return true;
     }
     if (*corrupt)
-        error(Condition::corrupt_key, why + ": " + until);
+        session_.error(Condition::corrupt_key, why + ": " + until);
     else
-        failed("could not read \"" + *key + "\"", why);
+        session_.failed("could not read \"" + *key + "\"", why);
     return false;
 }
 
@@ -154,13 +156,13 @@ static std::string counter_refused(const std::string& key, const std::string& wh
            " (delete the key: the nodes raise it to their own floors)";
 }
 
-void Holder::serve_counters()
+void ClusterCounters::serve()
 {
     serve_call_key();
     // Only under a history this node read, once it settled: after etcd
     // lost its data, every node that took values has raised the counters
     // to its floors by then.
-    if (history_revision_ == 0 || settling_now_)
+    if (history_.revision() == 0 || history_.settling())
         return;
     EtcdShared& c = etcd_shared();
     for (int k = 0; k < node_state_field_count; k++) {
@@ -173,7 +175,7 @@ void Holder::serve_counters()
         std::string key, why;
         CounterKey ck;
         bool corrupt = false;
-        if (!counter_key_value(k, until, &key, &ck, &corrupt)) {
+        if (!key_value(k, until, &key, &ck, &corrupt)) {
             corrupt_ |= corrupt;
             continue;
         }
@@ -181,11 +183,11 @@ void Holder::serve_counters()
         int64_t next = 0;
         if (!etcd::counter_next(ck.value, ck.version, ck.raised, floor, max, &next, &why)) {
             corrupt_ = true;
-            error(Condition::corrupt_key, counter_refused(key, why, until.c_str()));
+            session_.error(Condition::corrupt_key, counter_refused(key, why, until.c_str()));
             continue;
         }
         corrupt_ = false;
-        ended(Condition::corrupt_key);
+        session_.ended(Condition::corrupt_key);
         // A run id in the era of the backend's call-number key, from the
         // eras the cluster recorded beside the counter (call_era_take());
         // eras recorded before this history (etcd went back, or a key
@@ -194,7 +196,7 @@ void Holder::serve_counters()
         int64_t raised = std::max(ck.raised, floor), value = next;
         CallEras eras = ck.eras;
         if (want_key != 0 && next <= max) {
-            if (ck.eras_revision != 0 && etcd::before_history(ck.eras_revision, history_created_))
+            if (ck.eras_revision != 0 && etcd::before_history(ck.eras_revision, history_.created()))
                 eras.close_all();
             int64_t run = 0;
             if (!call_era_take(eras, want_key, -1, std::max({ck.value, ck.raised, floor}), &run)) {
@@ -212,20 +214,20 @@ void Holder::serve_counters()
         }
         if (next <= max) {
             etcd::Txn t;
-            CounterTxn c = counter_txn(key, ck, value, raised, etcd::history_key(prefix_), history_revision_);
+            CounterTxn c = counter_txn(key, ck, value, raised, etcd::history_key(prefix_), history_.revision());
             if (want_key != 0) {
                 const std::string eras_key = etcd::call_eras_key(prefix_);
                 c.compare.push_back({ck.eras_revision == 0 ? etcd::Compare::Target::create : etcd::Compare::Target::mod,
                                      eras_key, ck.eras_revision, ""});
                 c.put.push_back({true, eras_key, etcd::call_eras_format(eras), ""});
             }
-            if (!txn(c.compare, c.put, {}, &t, &why)) {
-                failed("could not take a value from \"" + key + "\"", why);
+            if (!session_.txn(c.compare, c.put, {}, &t, &why)) {
+                session_.failed("could not take a value from \"" + key + "\"", why);
                 continue;
             }
             if (!t.succeeded) {
-                history_revision_ = 0;  // the history may have moved: read it again (claim())
-                continue;               // or another node took one meanwhile: again, next round
+                history_.reread();  // the history may have moved: read it again (claim())
+                continue;           // or another node took one meanwhile: again, next round
             }
             if (want_key != 0 && eras.n > ck.eras.n)
                 ereport(LOG,
@@ -248,7 +250,7 @@ void Holder::serve_counters()
 // claim: an etcd that lost its data (or a prefix deleted by hand) must not
 // hand another node a value this node holds or has used. A counter beyond
 // what shardid could have written is left alone (and reported).
-bool Holder::raise_counters()
+bool ClusterCounters::raise()
 {
     bool all = true, corrupt_any = false;
     for (int k = 0; k < node_state_field_count; k++) {
@@ -261,14 +263,14 @@ bool Holder::raise_counters()
         std::string key, why;
         CounterKey ck;
         bool corrupt = false;
-        if (!counter_key_value(k, until, &key, &ck, &corrupt)) {
+        if (!key_value(k, until, &key, &ck, &corrupt)) {
             corrupt_any |= corrupt;
             all = false;
             continue;
         }
         int64_t next = 0;
         if (!etcd::counter_next(ck.value, ck.version, ck.raised, floor, node_state_fields[k].max, &next, &why)) {
-            error(Condition::corrupt_key, counter_refused(key, why, until));
+            session_.error(Condition::corrupt_key, counter_refused(key, why, until));
             corrupt_any = true;
             all = false;
             continue;
@@ -277,12 +279,12 @@ bool Holder::raise_counters()
             continue;
         etcd::Txn t;
         const CounterTxn c = counter_txn(key, ck, floor, std::max(ck.raised, floor));
-        if (!txn(c.compare, c.put, {}, &t, &why)) {
-            failed("could not raise \"" + key + "\"", why);
+        if (!session_.txn(c.compare, c.put, {}, &t, &why)) {
+            session_.failed("could not raise \"" + key + "\"", why);
             all = false;
             continue;
         }
-        answered();
+        session_.answered();
         if (!t.succeeded) {
             all = false;  // changed meanwhile: read again next round
             continue;
@@ -292,7 +294,7 @@ bool Holder::raise_counters()
     }
     corrupt_ = corrupt_any;
     if (!corrupt_any)
-        ended(Condition::corrupt_key);
+        session_.ended(Condition::corrupt_key);
     if (!all)
         return false;
     // Under a history other than the one this node's counter values were
@@ -300,19 +302,20 @@ bool Holder::raise_counters()
     // were re-published before the new history settled, when another node
     // may be handed them; otherwise every one in use is taken anew (the
     // counters' epoch moves before the claim is published).
-    if (counters_history_ != history_.token) {
+    if (history_token_ != history_.token()) {
         bool confirmed = false;
-        if (settling_created_ != 0) {
+        if (history_.settling_created() != 0) {
             // The settling this node re-published under is still the one
             // etcd holds (an extension keeps its create revision).
             etcd::Txn t;
             std::string why;
-            if (!txn({{etcd::Compare::Target::create, etcd::settling_key(prefix_), settling_created_, ""}}, {}, {}, &t,
-                     &why)) {
-                failed("could not read \"" + etcd::settling_key(prefix_) + "\"", why);
+            if (!session_.txn(
+                    {{etcd::Compare::Target::create, etcd::settling_key(prefix_), history_.settling_created(), ""}}, {},
+                    {}, &t, &why)) {
+                session_.failed("could not read \"" + etcd::settling_key(prefix_) + "\"", why);
                 return false;
             }
-            answered();
+            session_.answered();
             confirmed = t.succeeded;
         }
         if (!confirmed) {
@@ -320,9 +323,17 @@ bool Holder::raise_counters()
             ereport(LOG, (errmsg("shardid coordinator: this node's DecimalId generator ids and call-number runs were "
                                  "not re-published in etcd before its new history settled: each is taken anew")));
         }
-        counters_history_ = history_.token;
+        history_token_ = history_.token();
     }
     return true;
+}
+
+void ClusterCounters::follow_history(uint64_t token)
+{
+    if (history_token_ == 0)
+        history_token_ = token;  // this life's counter values are all taken under it
+    if (history_token_ != token)
+        raise();
 }
 
 }  // namespace shardid::pg
