@@ -1,7 +1,7 @@
 // etcd's v3 JSON gateway (/v3/lease/*, /v3/kv/*, /v3/auth/*) as text: the
-// request bodies shardid sends and the decoders of the answers, with
-// nlohmann::json (keys and values base64, 64-bit numbers as strings). Pure:
-// no network and no PostgreSQL header. Decoders never throw (every failure
+// request bodies shardid sends (requests.cpp) and the decoders of the
+// answers (wire.cpp), with nlohmann::json (keys and values base64, 64-bit
+// numbers as strings). Pure: no network and no PostgreSQL header. Decoders never throw (every failure
 // is a false return with a reason); encoders replace invalid UTF-8 and can
 // throw only std::bad_alloc. The client that sends these bodies over HTTP
 // is src/etcd/client.hpp.

@@ -1,7 +1,9 @@
 // The key ring (table shardid_key, unreadable by ordinary roles; its
-// `default` key is made by CREATE EXTENSION, so reading never writes) and the
-// functions that use it: obfuscate_id, reveal_id, next_opaque_id, and the
-// call-number shuffle's key.
+// `default` key is made by CREATE EXTENSION, so reading never writes), as a
+// backend caches and confirms it, and the trigger that announces its
+// changes. The functions that use it: src/pg/functions/obfuscation.cpp and
+// the call-number shuffle's key; a Citus worker that takes its keys from
+// the coordinator: src/pg/functions/pulled_keys.cpp.
 #include <cstring>
 
 #include "pg/base/invalidation.hpp"
@@ -14,9 +16,6 @@ extern "C" {
 #include "catalog/pg_type_d.h"
 #include "commands/trigger.h"
 #include "lib/stringinfo.h"
-#if PG_VERSION_NUM >= 160000
-#include "nodes/miscnodes.h"  // ErrorSaveContext
-#endif
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
@@ -24,14 +23,12 @@ extern "C" {
 #include "utils/timestamp.h"
 }
 
-#include "core/permute.hpp"
 #include "core/schemes.hpp"
 #include "pg/base/catalog.hpp"
 #include "pg/base/guard.hpp"
 #include "pg/base/statement.hpp"
 #include "pg/functions/keys.hpp"
-#include "pg/generate/generate.hpp"
-#include "pg/generate/layouts.hpp"
+#include "pg/functions/pulled_keys.hpp"
 #include "pg/citus/citus.hpp"
 #include "pg/citus/key_lease.hpp"
 #include "pg/base/fence_clock.hpp"
@@ -40,10 +37,6 @@ using namespace shardid;
 using namespace shardid::pg;
 
 extern "C" {
-PG_FUNCTION_INFO_V1(shardid_obfuscate_id);
-PG_FUNCTION_INFO_V1(shardid_reveal_id);
-PG_FUNCTION_INFO_V1(shardid_next_opaque_id);
-PG_FUNCTION_INFO_V1(shardid_random_key);
 PG_FUNCTION_INFO_V1(shardid_key_ring_changed);
 PG_FUNCTION_INFO_V1(shardid_catalog_changed);
 }
@@ -70,7 +63,6 @@ struct CachedKey {
     uint64 unchanged_in = 0;
 };
 CachedKey keys[max_keys];
-int64_t statement_began_ms = 0;  // fence clock: when the current statement first needed a key (pulls_keys())
 int n_keys = 0;
 uint64 forgotten = 0;       // how many times the cache was emptied
 Oid key_ring = InvalidOid;  // the relation the cached keys were read from
@@ -208,7 +200,7 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
     if (!key.on_worker || key.confirmed_in == statement_number())
         return;
     uint8_t leased[16];
-    const LeaseFind found = citus_leased_key(key.name, int(strlen(key.name)), statement_began_ms, leased);
+    const LeaseFind found = citus_leased_key(key.name, int(strlen(key.name)), key_statement_began_ms(), leased);
     const char* answer = nullptr;
     if (found == LeaseFind::beyond) {
         // A ring larger than a lease holds: this key asked for.
@@ -244,124 +236,6 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
                         errhint("On the coordinator, a superuser runs SELECT shardid_sync_keys(), which "
                                 "replaces the keys a worker got from it.")));
     key.confirmed_in = statement_number();
-}
-
-// A Citus worker whose ring the coordinator cannot send (PostgreSQL 16 and
-// later: src/pg/citus/key_ring.cpp) takes each key from its lease of the
-// coordinator's ring (src/pg/citus/key_lease.cpp) when a statement first
-// uses it, and keeps it for that statement only: a key changed on the
-// coordinator is used from the worker's next statement. A key beyond what
-// the lease holds (a ring of more than 32 keys) is read from the
-// coordinator's ring, through Citus' connection as the extension's owner.
-// The secret travels in the answer, never in statement text.
-struct PulledKey {
-    char name[max_name_len + 1];
-    uint8_t secret[16];
-    uint64 statement;  // statement_number() of the statement it was read for
-};
-PulledKey pulled[max_keys];
-int n_pulled = 0;
-uint64 mode_statement = 0;  // the statement pulling was decided for
-bool pulling = false;
-
-bool pulls_keys()
-{
-    const uint64 statement = statement_number();
-    if (statement != mode_statement) {
-        statement_began_ms = fence_clock_ms();
-        pulling = key_ring_pulled();
-        mode_statement = statement;
-    }
-    return pulling;
-}
-
-// A key's secret as the coordinator sends it (32 hex digits) into
-// `secret`; false for anything else. PostgreSQL's own decoding, told not
-// to raise (its error would quote a digit of the answer); 15 has no such
-// form, and reads keys from the coordinator only where Citus hides its
-// sending function (16 and later: key_ring_pulled()), so it compares
-// digits itself.
-bool decode_secret(const char* answer, uint8_t secret[16])
-{
-    if (strlen(answer) != 32)
-        return false;
-#if PG_VERSION_NUM >= 160000
-    ErrorSaveContext escontext = {T_ErrorSaveContext};
-    return hex_decode_safe(answer, 32, reinterpret_cast<char*>(secret), reinterpret_cast<Node*>(&escontext)) == 16 &&
-           !escontext.error_occurred;
-#else
-    const auto digit = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1; };
-    for (int i = 0; i < 16; i++) {
-        const int hi = digit(answer[2 * i]), lo = digit(answer[2 * i + 1]);
-        if (hi < 0 || lo < 0)
-            return false;
-        secret[i] = uint8_t(hi << 4 | lo);
-    }
-    return true;
-#endif
-}
-
-void remember_pulled(const char* name, int len, const uint8_t secret[16], uint64 statement)
-{
-    if (n_pulled == max_keys)
-        n_pulled = 0;
-    PulledKey& key = pulled[n_pulled++];
-    memcpy(key.name, name, len);
-    key.name[len] = '\0';
-    memcpy(key.secret, secret, 16);
-    key.statement = statement;
-}
-
-void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
-{
-    const uint64 statement = statement_number();
-    const int shown = len > max_name_len ? max_name_len : len;
-    for (int i = 0; i < n_pulled; i++)
-        if (pulled[i].statement == statement && int(strlen(pulled[i].name)) == len &&
-            memcmp(pulled[i].name, name, len) == 0) {
-            memcpy(secret, pulled[i].secret, 16);
-            return;
-        }
-    if (len > max_name_len)
-        ereport(ERROR,
-                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name)));
-    const LeaseFind leased = citus_leased_key(name, len, statement_began_ms, secret);
-    if (leased == LeaseFind::absent)
-        ereport(ERROR,
-                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name),
-                 errdetail("A Citus worker uses the coordinator's key ring, which has no key of this name."),
-                 errhint("A superuser creates keys with create_obfuscation_key() on the coordinator.")));
-    if (leased == LeaseFind::found) {
-        remember_pulled(name, len, secret, statement);
-        return;
-    }
-    const char* command = psprintf(
-        "SELECT COALESCE((SELECT pg_catalog.encode(k.secret, 'hex') FROM %s k WHERE k.name OPERATOR(pg_catalog.=) "
-        "%s), 'none')",
-        quote_qualified_identifier(get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)), "shardid_key"),
-        quote_literal_cstr(pnstrdup(name, shown)));
-    const char* answer = nullptr;
-    if (!citus_coordinator_answer(command, &answer))
-        ereport(ERROR, (errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-                        errmsg("obfuscation key \"%.*s\" could not be read from the Citus coordinator", shown, name),
-                        errdetail("On PostgreSQL %d a Citus worker reads each key from the coordinator's key ring "
-                                  "when a statement first uses it.",
-                                  PG_VERSION_NUM / 10000),
-                        errdetail_log("The coordinator answered: %s", answer),
-                        errhint("Check that the coordinator is up and in the metadata "
-                                "(citus_set_coordinator_host()), and see this worker's server log.")));
-    if (strcmp(answer, "none") == 0)
-        ereport(ERROR,
-                (errcode(ERRCODE_UNDEFINED_OBJECT), errmsg("obfuscation key \"%.*s\" does not exist", shown, name),
-                 errdetail("A Citus worker uses the coordinator's key ring, which has no key of this name."),
-                 errhint("A superuser creates keys with create_obfuscation_key() on the coordinator.")));
-    const bool valid = decode_secret(answer, secret);
-    explicit_bzero(const_cast<char*>(answer), strlen(answer));
-    if (!valid)
-        ereport(ERROR, (errcode(ERRCODE_DATA_CORRUPTED),
-                        errmsg("the Citus coordinator's obfuscation key \"%.*s\" is not 16 bytes", shown, name),
-                        errhint("Check that the coordinator runs the same version of shardid.")));
-    remember_pulled(name, len, secret, statement);
 }
 
 }  // namespace
@@ -417,55 +291,6 @@ void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secr
 }
 
 }  // namespace shardid::pg
-
-namespace {
-
-PermutationKey key_arg(FunctionCallInfo fcinfo, int argno)
-{
-    text* t = PG_GETARG_TEXT_PP(argno);
-    uint8_t secret[16];
-    key_secret(fcinfo, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), secret);
-    return PermutationKey::from_bytes(secret);
-}
-
-Datum permute(FunctionCallInfo fcinfo, bool inverse)
-{
-    const int64 value = PG_GETARG_INT64(0);
-    const int32 bits = PG_GETARG_INT32(2);
-    Status status;
-    if (!guarded(status, [&] { return permute_check(value, bits, &status); }))
-        raise(status);
-    const PermutationKey key = key_arg(fcinfo, 1);
-    uint64_t out = 0;
-    if (!guarded(status, [&] {
-            out = inverse ? permute_inverse(key, uint64_t(value), bits) : permute_forward(key, uint64_t(value), bits);
-            return true;
-        }))
-        raise(status);
-    PG_RETURN_INT64(int64(out));
-}
-
-}  // namespace
-
-extern "C" Datum shardid_obfuscate_id(PG_FUNCTION_ARGS) { return permute(fcinfo, false); }
-extern "C" Datum shardid_reveal_id(PG_FUNCTION_ARGS) { return permute(fcinfo, true); }
-
-extern "C" Datum shardid_next_opaque_id(PG_FUNCTION_ARGS)
-{
-    LayoutEntry& e = layout_arg(fcinfo, 0);
-    const int64 id = DatumGetInt64(generate(fcinfo, e.layout, e.slot, ShardFrom::node_id()));
-    const PermutationKey key = key_arg(fcinfo, 1);
-    PG_RETURN_INT64(int64(permute_forward(key, uint64_t(id), 63)));
-}
-
-extern "C" Datum shardid_random_key(PG_FUNCTION_ARGS)
-{
-    bytea* out = static_cast<bytea*>(palloc(VARHDRSZ + 16));
-    SET_VARSIZE(out, VARHDRSZ + 16);
-    if (!pg_strong_random(VARDATA(out), 16))
-        ereport(ERROR, (errcode(ERRCODE_INTERNAL_ERROR), errmsg("could not generate a random key")));
-    PG_RETURN_BYTEA_P(out);
-}
 
 // Statement trigger on shardid's catalogs (the key ring, the layout
 // catalog): row changes send no cache invalidation by themselves, so send

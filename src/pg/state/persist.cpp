@@ -3,8 +3,9 @@
 // when and how far they move: src/core/state/time_mark.hpp), in WAL first and then in
 // the state file (src/pg/state/state_file.hpp), and the WAL record is flushed and
 // confirmed by the synchronous standbys; counter floors (DecimalId generator
-// ids, call-number run ids) the same way; redo raises the state. Shared
-// struct and locking rules: src/pg/state/shared.hpp.
+// ids, call-number run ids) the same way (src/pg/state/counter_floors.cpp);
+// redo raises the state. Shared struct and locking rules:
+// src/pg/state/shared.hpp.
 #include <algorithm>
 #include <atomic>
 
@@ -34,8 +35,6 @@ namespace shardid::pg {
 
 namespace {
 
-bool confirm_lsn(XLogRecPtr need);  // below, with confirm_covered()
-
 // A slot's persisted mark, as the state file holds it.
 LayoutMark mark_of(const Slot& slot, uint64_t word)
 {
@@ -44,25 +43,6 @@ LayoutMark mark_of(const Slot& slot, uint64_t word)
     m.shape = slot.shape;
     m.word = word;
     return m;
-}
-
-// Makes a new node state durable: in WAL first (when it is WAL-logged, so
-// that standbys replay it), then in the state file. Caller holds
-// state_lock and publishes the new values in memory afterwards. Returns the
-// end of the WAL record (0: not WAL-logged): IDs the new state covers are
-// handed out only once that is flushed and confirmed (confirm_covered()).
-XLogRecPtr persist(const NodeState& st)
-{
-    // The release token and the claim floor are this data directory's own
-    // (a standby's are its own, from its own claims and clean stops): WAL
-    // carries 0 for them, which redo ignores.
-    NodeState logged = st;
-    for (const NodeStateField& f : node_state_fields)
-        if (node_state_field_own(f.kind))
-            logged.*f.member = 0;
-    const XLogRecPtr end = wal_logging() ? wal_log_state(logged) : InvalidXLogRecPtr;
-    state_file_write(st);
-    return end;
 }
 
 // A coarse layout's own mark: every issued word at most `persisted`
@@ -139,6 +119,25 @@ bool cover_tick(int64 tick_ms)
 
 }  // namespace
 
+// Makes a new node state durable: in WAL first (when it is WAL-logged, so
+// that standbys replay it), then in the state file. Caller holds
+// state_lock and publishes the new values in memory afterwards. Returns the
+// end of the WAL record (0: not WAL-logged): IDs the new state covers are
+// handed out only once that is flushed and confirmed (confirm_covered()).
+XLogRecPtr persist(const NodeState& st)
+{
+    // The release token and the claim floor are this data directory's own
+    // (a standby's are its own, from its own claims and clean stops): WAL
+    // carries 0 for them, which redo ignores.
+    NodeState logged = st;
+    for (const NodeStateField& f : node_state_fields)
+        if (node_state_field_own(f.kind))
+            logged.*f.member = 0;
+    const XLogRecPtr end = wal_logging() ? wal_log_state(logged) : InvalidXLogRecPtr;
+    state_file_write(st);
+    return end;
+}
+
 // The state as it is persisted now. Caller holds state_lock. A coarse
 // layout's mark whose tick is over (by the wall clock) is retired: the
 // retired floor covers its whole tick from now on, so the state keeps only
@@ -174,91 +173,6 @@ NodeState persisted_state()
     st.awaiting = shared->awaiting.load();
     st.adopted = shared->adopted;
     return st;
-}
-
-void set_counter_floors(const NodeState& st, bool raise)
-{
-    for (int i = 0; i < node_state_field_count; i++)
-        if (node_state_fields[i].kind == NodeStateFieldKind::counter_floor) {
-            const int64 v = st.*node_state_fields[i].member;
-            shared->counter_floors[i] = raise ? std::max(shared->counter_floors[i], v) : v;
-        }
-}
-
-int64 counter_floor(NodeCounter which)
-{
-    attach_if_needed();
-    LWLockAcquire(&shared->state_lock, LW_SHARED);
-    const int64 floor = shared->counter_floors[int(which)];
-    LWLockRelease(&shared->state_lock);
-    return floor;
-}
-
-bool claim_counter(NodeCounter which, int64 value)
-{
-    attach_if_needed();
-    raise_if_corrupt();
-    LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
-    int64& floor = shared->counter_floors[int(which)];
-    const bool fresh = value > floor;
-    XLogRecPtr end = InvalidXLogRecPtr;
-    if (fresh) {
-        NodeState st = persisted_state();
-        st.*node_state_fields[int(which)].member = value;
-        end = persist(st);
-        floor = value;
-    }
-    LWLockRelease(&shared->state_lock);
-    // The value goes into IDs only once the record of its floor is safe,
-    // like any ID's covering record (a standby promoted later knows it).
-    if (fresh)
-        confirm_lsn(end);
-    return fresh;
-}
-
-void take_call_runs(int64 key, int64 above, int n, int64* runs)
-{
-    attach_if_needed();
-    raise_if_corrupt();
-    LWLockAcquire(&shared->state_lock, LW_EXCLUSIVE);
-    int64& floor = shared->counter_floors[int(NodeCounter::run)];
-    CallEras eras = shared->call_eras;
-    int64 high = floor;
-    for (int i = 0; i < n; i++) {
-        int64_t run = -1;
-        if (!call_era_take(eras, key, -1, std::max(high, above), &run)) {
-            LWLockRelease(&shared->state_lock);
-            raise_call_eras_used_up();
-        }
-        runs[i] = run;
-        high = std::max(high, int64(run));
-    }
-    shared->call_eras = eras;
-    floor = high;
-    // One record for all n: a refill of a Citus worker's spares flushed
-    // one for each run id, and on a loaded machine the refill came seconds
-    // after the coordinator answered again (test/citus/fences.sh 4d).
-    const XLogRecPtr end = persist(persisted_state());
-    LWLockRelease(&shared->state_lock);
-    // Used only once its record is safe, like any counter's floor.
-    confirm_lsn(end);
-}
-
-int64 take_call_run(int64 key, int64 above)
-{
-    int64 run = -1;
-    take_call_runs(key, above, 1, &run);
-    return run;
-}
-
-void raise_call_eras_used_up()
-{
-    ereport(ERROR, (errcode(ERRCODE_SEQUENCE_GENERATOR_LIMIT_EXCEEDED), errmsg("no call-number key era is left"),
-                    errdetail("Each call-number key takes eras of run ids of its own, so that no call number is "
-                              "issued twice across keys; all %d are taken.",
-                              call_era_max),
-                    errhint("Issue call numbers with a key that has an era already, or use another scheme for new "
-                            "ones.")));
 }
 
 void replay_node_state(const NodeState& st, bool adopted)
@@ -376,6 +290,8 @@ bool sync_confirmed(XLogRecPtr lsn)
     return confirmed;
 }
 
+}  // namespace
+
 // Flushes WAL up to `need` and, with synchronous replication, waits until
 // the synchronous standbys confirm it (see confirm_covered()). True when it
 // flushed or waited.
@@ -399,8 +315,6 @@ bool confirm_lsn(XLogRecPtr need)
     raise_to(shared->confirmed_lsn, uint64_t(need));
     return true;
 }
-
-}  // namespace
 
 bool confirm_covered(SlotState& state, const Layout& layout, int64 tick_ms)
 {

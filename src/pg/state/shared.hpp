@@ -199,9 +199,17 @@ void retire(const Shape& shape, uint64_t word);
 // The state as it is persisted now (src/pg/state/persist.cpp). Caller holds
 // state_lock.
 NodeState persisted_state();
+// Makes a new node state durable (src/pg/state/persist.cpp): in WAL first,
+// then in the state file. Caller holds state_lock. Returns the end of the
+// WAL record (0: not WAL-logged), which confirm_lsn() makes safe before
+// anything the new state covers is used.
+XLogRecPtr persist(const NodeState& st);
+// Flushes WAL up to `need` and, with synchronous replication, waits until
+// the synchronous standbys confirm it. True when it flushed or waited.
+bool confirm_lsn(XLogRecPtr need);
 
 // Copies between the counter floors of a node state and shared memory
-// (src/pg/state/persist.cpp); `raise` only ever raises.
+// (src/pg/state/counter_floors.cpp); `raise` only ever raises.
 void set_counter_floors(const NodeState& st, bool raise);
 
 // The glue handles each kind of field of the node state: one time mark, one
