@@ -107,6 +107,30 @@ node_up c 16644 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/pas
 wait_state c unauthorized 30 && q c -c "SELECT last_error FROM shardid_coordination()" | grep -q 'permission denied' &&
     pass "production: a prefix outside the role's is refused (unauthorized: permission denied)" ||
     fail "production: a node outside the role's prefix is $(q c -c "SELECT state FROM shardid_coordination()")"
+# etcd refuses such a node its keys, not its lease: the renewals it answers
+# do not end the condition (they did: last_error went blank at each one, and
+# the log said the refusal ended and began again).
+renewals_seen() {  # N: c's lease renewed N times since c_last
+    local at
+    at=$(q c -c "SELECT last_answer_at FROM shardid_coordination()")
+    [ "$at" != "$c_last" ] && c_last=$at && c_renewals=$((c_renewals + 1))
+    [ "$c_renewals" -ge "$1" ]
+}
+c_last=$(q c -c "SELECT last_answer_at FROM shardid_coordination()") c_renewals=0
+wait_until "5 renewals of c's lease" 30 renewals_seen 5 && pass "production: c's lease is renewed meanwhile (5 renewals)" ||
+    fail "production: c's lease was renewed $c_renewals times"
+check "production: ... and the refusal went on through them, in the state and the log (no line says it ended)" \
+    "unauthorized permission denied 0" \
+    "$(q c -c "SELECT state, CASE WHEN last_error LIKE '%permission denied%' THEN 'permission denied' ELSE last_error END FROM shardid_coordination()" | tr '|' ' ') $(grep -c "etcd refused this node's credentials for" "${dir_of[c]}/server.log")"
+# The role given the prefix: the node claims by itself, and the log says
+# the refusal ended.
+ETCDCTL_CACERT=$tls/ca.crt ETCDCTL_CERT=$tls/server.crt ETCDCTL_KEY=$tls/server.key \
+    etcdctl --endpoints=https://127.0.0.1:24211 --user root:rootpw role grant-permission shardid readwrite --prefix=true /other/ \
+    >/dev/null 2>&1 || fail "production: etcdctl could not grant the role /other/"
+wait_state c held 30 && pass "production: once the role may use the prefix, c claims an id by itself" ||
+    fail "production: c is $(q c -c "SELECT state || ': ' || coalesce(last_error, '') FROM shardid_coordination()")"
+check "production: ... and the log says the refusal ended, once" 1 \
+    "$(grep -c "etcd refused this node's credentials for" "${dir_of[c]}/server.log")"
 PREFIX=/shardid
 node_up d 16645 "" "${tls_lines[@]}" "shardid.etcd_password_file = '$secrets/wrong'"
 wait_state d unauthorized 30 && q d -c "SELECT last_error FROM shardid_coordination()" | grep -q 'authentication' &&

@@ -81,6 +81,7 @@ void Holder::run()
             } catch (const std::exception& e) {
                 session_.error(Condition::unreachable, std::string("unexpected failure: ") + e.what());
             }
+            session_.round_done();
         }
         publish_state();
         const int rc = WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,

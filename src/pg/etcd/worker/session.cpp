@@ -259,6 +259,7 @@ void Session::error(Condition kind, const std::string& why)
     c.requests = client_.requests();
     c.errors++;
     SpinLockRelease(&c.mutex);
+    refused_in_round_ = refused_in_round_ || kind == Condition::unauthorized;
     // A line when the condition starts, not one every retry.
     if (episodes_[int(kind)].fail(wall_clock().now_ms(), last_answer_ms_))
         ereport(LOG, (errmsg("shardid coordinator: %s", why.c_str())));
@@ -300,8 +301,20 @@ void Session::ended(Condition kind)
 void Session::answered()
 {
     last_answer_ms_ = wall_clock().now_ms();
+    answered_in_round_ = true;
     ended(Condition::unreachable);
-    ended(Condition::unauthorized);
+}
+
+// etcd refuses a user per request: one whose role lacks the prefix has its
+// lease granted and renewed, and every key refused. So the condition ends
+// with a round whose requests were answered and none refused, not with any
+// answer (which ended it at every renewal, blanking last_error until the
+// next refusal and logging an end and a start every few seconds).
+void Session::round_done()
+{
+    if (answered_in_round_ && !refused_in_round_)
+        ended(Condition::unauthorized);
+    answered_in_round_ = refused_in_round_ = false;
 }
 
 void Session::publish_lease()

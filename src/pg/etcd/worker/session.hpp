@@ -93,6 +93,9 @@ public:
     void failed(const std::string& what, const std::string& why);
     void ended(Condition kind);
     void answered();
+    // The end of a round of the holder's loop: `unauthorized` ends once a
+    // round's requests were answered and none was refused for the user.
+    void round_done();
     bool active(Condition kind) const { return episodes_[int(kind)].active(); }
 
 private:
@@ -112,8 +115,10 @@ private:
     etcd::Revisions revisions_;
     bool history_failure_ = false;  // the last failed request failed because etcd's history went back
     etcd::Episode episodes_[int(Condition::count)];
-    int last_error_kind_ = -1;     // the condition that wrote last_error (-1: none)
-    int64_t last_answer_ms_ = -1;  // wall ms of etcd's last answer (-1: none yet)
+    int last_error_kind_ = -1;        // the condition that wrote last_error (-1: none)
+    int64_t last_answer_ms_ = -1;     // wall ms of etcd's last answer (-1: none yet)
+    bool answered_in_round_ = false;  // a request of this round was answered
+    bool refused_in_round_ = false;   // and one was refused for the user (Condition::unauthorized)
 };
 
 }  // namespace shardid::pg
