@@ -67,6 +67,9 @@ int n_keys = 0;
 uint64 forgotten = 0;       // how many times the cache was emptied
 Oid key_ring = InvalidOid;  // the relation the cached keys were read from
 bool callback_registered = false;
+int64_t statement_began_ms = 0;  // fence clock: when the current statement first needed a key (pulls_keys())
+uint64 mode_statement = 0;       // the statement pulling was decided for
+bool pulling = false;
 
 // Relcache callback. The key ring's statement trigger sends an
 // invalidation on every change; this backend applies it at once and again
@@ -200,7 +203,7 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
     if (!key.on_worker || key.confirmed_in == statement_number())
         return;
     uint8_t leased[16];
-    const LeaseFind found = citus_leased_key(key.name, int(strlen(key.name)), key_statement_began_ms(), leased);
+    const LeaseFind found = citus_leased_key(key.name, int(strlen(key.name)), statement_began_ms, leased);
     const char* answer = nullptr;
     if (found == LeaseFind::beyond) {
         // A ring larger than a lease holds: this key asked for.
@@ -238,12 +241,25 @@ void confirm_key(FunctionCallInfo fcinfo, CachedKey& key)
     key.confirmed_in = statement_number();
 }
 
+// Whether this backend takes its keys from the coordinator in this
+// statement (src/pg/functions/pulled_keys.cpp), decided once per statement.
+bool pulls_keys()
+{
+    const uint64 statement = statement_number();
+    if (statement != mode_statement) {
+        statement_began_ms = fence_clock_ms();
+        pulling = key_ring_pulled();
+        mode_statement = statement;
+    }
+    return pulling;
+}
+
 }  // namespace
 
 void key_secret(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
 {
     if (pulls_keys()) {
-        pull_key(fcinfo, name, len, secret);
+        pull_key(fcinfo, name, len, statement_began_ms, secret);
         return;
     }
     const uint64 statement = statement_number();

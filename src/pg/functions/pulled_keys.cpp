@@ -18,7 +18,6 @@ extern "C" {
 #include "utils/lsyscache.h"
 }
 
-#include "pg/base/fence_clock.hpp"
 #include "pg/base/statement.hpp"
 #include "pg/citus/citus.hpp"
 #include "pg/citus/key_lease.hpp"
@@ -37,10 +36,6 @@ struct PulledKey {
 };
 PulledKey pulled[max_pulled];
 int n_pulled = 0;
-uint64 mode_statement = 0;  // the statement pulling was decided for
-bool pulling = false;
-
-int64_t statement_began_ms = 0;  // fence clock: when the current statement first needed a key
 
 // A key's secret as the coordinator sends it (32 hex digits) into
 // `secret`; false for anything else. PostgreSQL's own decoding, told not
@@ -81,20 +76,7 @@ void remember_pulled(const char* name, int len, const uint8_t secret[16], uint64
 
 }  // namespace
 
-bool pulls_keys()
-{
-    const uint64 statement = statement_number();
-    if (statement != mode_statement) {
-        statement_began_ms = fence_clock_ms();
-        pulling = key_ring_pulled();
-        mode_statement = statement;
-    }
-    return pulling;
-}
-
-int64_t key_statement_began_ms() { return statement_began_ms; }
-
-void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16])
+void pull_key(FunctionCallInfo fcinfo, const char* name, int len, int64_t statement_began_ms, uint8_t secret[16])
 {
     const uint64 statement = statement_number();
     const int shown = len > max_name_len ? max_name_len : len;

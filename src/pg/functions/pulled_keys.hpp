@@ -1,7 +1,8 @@
 // A Citus worker whose ring the coordinator cannot send (PostgreSQL 16 and
 // later) takes each key from the coordinator when a statement first uses
-// it (src/pg/functions/pulled_keys.cpp), for that statement only. The key
-// ring itself: src/pg/functions/keys.hpp.
+// it (src/pg/functions/pulled_keys.cpp), for that statement only; whether
+// it does is decided per statement with the key ring
+// (src/pg/functions/keys.cpp).
 #pragma once
 
 #include <cstdint>
@@ -10,14 +11,10 @@
 
 namespace shardid::pg {
 
-// Whether this backend takes its keys from the coordinator in the current
-// statement (decided once per statement).
-bool pulls_keys();
-// Fence clock: when the current statement first needed a key (a key's
-// lease is judged against it).
-int64_t key_statement_began_ms();
-// The secret of key `name` from the coordinator; ereports if there is none
-// or it cannot be read. `fcinfo` locates the extension's schema.
-void pull_key(FunctionCallInfo fcinfo, const char* name, int len, uint8_t secret[16]);
+// The secret of key `name` from the coordinator, for the current statement
+// (statement_began_ms, fence clock: when it first needed a key; the
+// lease's keys are judged against it); ereports if there is none or it
+// cannot be read. `fcinfo` locates the extension's schema.
+void pull_key(FunctionCallInfo fcinfo, const char* name, int len, int64_t statement_began_ms, uint8_t secret[16]);
 
 }  // namespace shardid::pg
