@@ -28,10 +28,13 @@ public:
     // Read again before the next claim (a transaction that compared it
     // failed, or the node id was lost: etcd may have lost it).
     void reread() { revision_ = 0; }
-    // etcd went back on it: distrusted, never taken up again (forget():
-    // read, and made anew, before anything is claimed).
-    void went_back() { leave(current_.token); }
-    void forget() { revision_ = created_ = 0; }
+    // etcd went back on it: distrusted, never taken up again, and read
+    // (made anew) before anything is claimed.
+    void went_back()
+    {
+        leave(current_.token);
+        revision_ = created_ = 0;
+    }
     // The longest lease TTL of the fleet this node knows (0: a new lease).
     void learn_fleet_ttl(int64_t ttl_ms);
 

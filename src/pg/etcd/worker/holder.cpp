@@ -108,7 +108,6 @@ void Holder::went_back(const std::string& why)
                                              "mark, or marked before it, is claimed until it settles");
     lose_claim("etcd's history went back");
     session_.drop_lease();
-    history_.forget();
 }
 
 void Holder::lose_claim(const std::string& why)

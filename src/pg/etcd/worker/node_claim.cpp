@@ -193,7 +193,8 @@ void NodeIdClaim::claim()
     }
     // The counters are raised to this node's floors (and, after etcd lost
     // its data, its counter values confirmed or retired) before any ID.
-    if (!counters_raised_ && !(counters_raised_ = counters_.raise()))
+    raise_counters();
+    if (!counters_raised_)
         return;
     EtcdShared& c = etcd_shared();
     c.floor_ms.store(floor_ms_);
